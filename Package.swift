@@ -1,0 +1,57 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// C libraries from Debian 12, one system-library target each. Only ImageCodecs imports the
+// image libraries; Storage imports SQLite; Crypto imports libcrypto.
+func systemLibrary(_ name: String, pkgConfig: String?, apt: [String]) -> Target {
+  .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let package = Package(
+  name: "attachd",
+  platforms: [.macOS(.v14)],
+  products: [
+    .executable(name: "attachd", targets: ["attachd"]),
+    .library(name: "HTTP", targets: ["HTTP"]),
+    .library(name: "ImagePipeline", targets: ["ImagePipeline"]),
+  ],
+  targets: [
+    systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
+    systemLibrary("CHeif", pkgConfig: "libheif", apt: ["libheif-dev"]),
+    systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+    systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
+    systemLibrary("CWebP", pkgConfig: "libwebpdemux", apt: ["libwebp-dev"]),
+    // giflib ships no pkg-config file on Debian 12; its header is in /usr/include.
+    systemLibrary("CGIF", pkgConfig: nil, apt: ["libgif-dev"]),
+    systemLibrary("CLCMS2", pkgConfig: "lcms2", apt: ["liblcms2-dev"]),
+    systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
+    systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+
+    // Protocol only: bytes in, messages out. No sockets, no Foundation networking.
+    .target(name: "HTTP"),
+    // Sockets: epoll event loop, connections, worker pool, graceful shutdown.
+    .target(name: "Server", dependencies: ["HTTP"]),
+    // The only code that touches the C image libraries.
+    .target(
+      name: "ImageCodecs",
+      dependencies: ["CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2"]),
+    // Pure Swift steps: sniff, limits, container parsers, orient, resize, verify.
+    .target(name: "ImagePipeline", dependencies: ["ImageCodecs"]),
+    // SHA-256, HMAC, random ids, constant-time comparison (libcrypto).
+    .target(name: "Crypto", dependencies: ["CCrypto"]),
+    // Content-addressed blobs + SQLite index, behind a protocol.
+    .target(name: "Storage", dependencies: ["CSQLite", "Crypto"]),
+    // Configuration, routes, auth, metrics, logs, wiring.
+    .target(name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto"]),
+    .executableTarget(name: "attachd", dependencies: ["App", "ImagePipeline"]),
+
+    // Shared by the test targets: corpus location, temp dirs, live-server helpers.
+    .target(name: "TestSupport", path: "Tests/TestSupport"),
+    .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
+    .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport"]),
+    .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
+    .testTarget(name: "ImagePipelineTests", dependencies: ["ImagePipeline", "TestSupport"]),
+    .testTarget(name: "StorageTests", dependencies: ["Storage", "Crypto", "TestSupport"]),
+    .testTarget(name: "AppTests", dependencies: ["App", "TestSupport"]),
+  ]
+)

@@ -1,0 +1,1 @@
+// App module. See DESIGN.md §3.

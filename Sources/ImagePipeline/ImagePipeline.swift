@@ -1,0 +1,1 @@
+// ImagePipeline module. See DESIGN.md §3.

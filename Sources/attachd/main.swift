@@ -1,0 +1,2 @@
+// attachd: serve, process, inspect, keys. Wired up in App.
+print("attachd")
