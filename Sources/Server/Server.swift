@@ -1,1 +1,0 @@
-// Server module. See DESIGN.md §3.
