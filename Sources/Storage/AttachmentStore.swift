@@ -1,6 +1,6 @@
+private import Crypto
 import Foundation
 import Synchronization
-private import Crypto
 
 /// What the App calls: stores, finds, deletes and sweeps attachments over a blob store and an index.
 ///
@@ -34,7 +34,8 @@ public final class AttachmentStore: Sendable {
     /// Throws `.invalidArgument` for settings that cannot work.
     public func validate() throws {
       guard defaultRetention > 0, sweepGrace >= 0, idempotencyLifetime > 0, sweepBatch > 0 else {
-        throw StorageError(.invalidArgument, "retention, grace, idempotency lifetime and batch must be positive")
+        throw StorageError(
+          .invalidArgument, "retention, grace, idempotency lifetime and batch must be positive")
       }
     }
   }
@@ -81,7 +82,8 @@ public final class AttachmentStore: Sendable {
   /// The embedded default: blobs under `directory/blobs`, index in `directory/index.sqlite`.
   public static func embedded(
     directory: String, configuration: Configuration = Configuration(),
-    synchronous: SQLiteIndex.Configuration.Synchronous = .full, now: @escaping @Sendable () -> Date = { Date() }
+    synchronous: SQLiteIndex.Configuration.Synchronous = .full,
+    now: @escaping @Sendable () -> Date = { Date() }
   ) throws -> AttachmentStore {
     let blobs = try FileBlobStore(root: directory)
     let index = try SQLiteIndex(
@@ -98,7 +100,8 @@ public final class AttachmentStore: Sendable {
   ///
   /// `retention` overrides the tenant's and the default retention for this attachment.
   public func store(
-    tenant: String, bytes: UnsafeRawBufferPointer, contentType: String = "image/jpeg", width: Int, height: Int,
+    tenant: String, bytes: UnsafeRawBufferPointer, contentType: String = "image/jpeg", width: Int,
+    height: Int,
     source: SourceInfo, retention: TimeInterval? = nil
   ) throws -> AttachmentRecord {
     let lifetime = try retention ?? index.retention(tenant: tenant) ?? configuration.defaultRetention

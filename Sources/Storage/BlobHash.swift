@@ -11,7 +11,10 @@ public struct BlobHash: Hashable, Sendable, Comparable, CustomStringConvertible 
   public init?(hex: String) {
     let utf8 = hex.utf8
     guard utf8.count == 64,
-      utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) })
+      utf8.allSatisfy({
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+          || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+      })
     else { return nil }
     self.hex = hex
   }

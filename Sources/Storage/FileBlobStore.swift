@@ -1,6 +1,6 @@
+private import Crypto
 import Foundation
 import Glibc
-private import Crypto
 
 /// Blobs as files under `root`, content-addressed and sharded: `blobs/ab/cd/<sha256>`.
 ///

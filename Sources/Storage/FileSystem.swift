@@ -1,5 +1,4 @@
 import Foundation
-
 import Glibc
 
 /// The file-system calls the blob store makes, each retried on EINTR and turned into `StorageError`.
@@ -32,7 +31,9 @@ enum FileSystem {
   static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
     var offset = 0
     while offset < bytes.count {
-      let written = try call("write", path) { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
+      let written = try call("write", path) {
+        Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+      }
       offset += written
     }
   }

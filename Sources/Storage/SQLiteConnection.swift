@@ -80,7 +80,8 @@ final class SQLiteConnection: @unchecked Sendable {
       case .blob(let value):
         status = value.withUnsafeBytes {
           // A zero-length blob needs a non-null pointer to stay a blob rather than NULL.
-          sqlite3_bind_blob(statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transient)
+          sqlite3_bind_blob(
+            statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transient)
         }
       case .null: status = sqlite3_bind_null(statement, index)
       }

@@ -60,7 +60,8 @@ extension SQLiteIndex {
 
   public func purgeIdempotent(createdBefore cutoff: Date) throws -> Int {
     try write { connection in
-      try connection.query("DELETE FROM idempotency_keys WHERE created_at <= ?", [.integer(Self.seconds(cutoff))])
+      try connection.query(
+        "DELETE FROM idempotency_keys WHERE created_at <= ?", [.integer(Self.seconds(cutoff))])
       return connection.changes
     }
   }

@@ -31,8 +31,10 @@ public final class SQLiteIndex: AttachmentIndex {
     public var idleReaders: Int
 
     /// Defaults for the index at `path`.
-    public init(path: String, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int = 5000, idleReaders: Int = 8)
-    {
+    public init(
+      path: String, synchronous: Synchronous = .full, busyTimeoutMilliseconds: Int = 5000,
+      idleReaders: Int = 8
+    ) {
       self.path = path
       self.synchronous = synchronous
       self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
@@ -128,7 +130,8 @@ public final class SQLiteIndex: AttachmentIndex {
     try connection.transaction {
       let current = Int(try connection.query("PRAGMA user_version").first?.first?.integer ?? 0)
       guard current <= migrations.count else {
-        throw StorageError(.database, "index schema \(current) is newer than this build (\(migrations.count))")
+        throw StorageError(
+          .database, "index schema \(current) is newer than this build (\(migrations.count))")
       }
       for version in current..<migrations.count {
         try connection.execute(migrations[version])
@@ -201,7 +204,8 @@ public final class SQLiteIndex: AttachmentIndex {
   public func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord? {
     let rows = try write {
       try $0.query(
-        "DELETE FROM attachments WHERE id = ? AND tenant = ? RETURNING \(Self.columns)", [.text(id), .text(tenant)])
+        "DELETE FROM attachments WHERE id = ? AND tenant = ? RETURNING \(Self.columns)",
+        [.text(id), .text(tenant)])
     }
     return try rows.first.map(Self.record)
   }
@@ -276,7 +280,9 @@ public final class SQLiteIndex: AttachmentIndex {
 
   static func seconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
 
-  static func date(_ value: SQLValue) -> Date { Date(timeIntervalSince1970: TimeInterval(value.integer ?? 0)) }
+  static func date(_ value: SQLValue) -> Date {
+    Date(timeIntervalSince1970: TimeInterval(value.integer ?? 0))
+  }
 
   private static func record(_ row: [SQLValue]) throws -> AttachmentRecord {
     guard row.count == 16, let id = row[0].text, let tenant = row[1].text,

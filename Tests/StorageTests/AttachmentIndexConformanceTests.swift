@@ -116,14 +116,17 @@ private func record(
   func statisticsCountRowsBytesAndDistinctBlobs(factory: IndexFactory) throws {
     let directory = try TemporaryDirectory()
     let index = try factory.make(directory.path)
-    #expect(try index.statistics() == IndexStatistics(attachments: 0, attachmentBytes: 0, blobs: 0, blobBytes: 0, idempotencyKeys: 0))
+    #expect(
+      try index.statistics()
+        == IndexStatistics(attachments: 0, attachmentBytes: 0, blobs: 0, blobBytes: 0, idempotencyKeys: 0))
     try index.insert(record("att_a", blobSeed: 1, bytes: 100))
     try index.insert(record("att_b", blobSeed: 1, bytes: 100))
     try index.insert(record("att_c", blobSeed: 2, bytes: 50))
     _ = try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60)
     #expect(
       try index.statistics()
-        == IndexStatistics(attachments: 3, attachmentBytes: 250, blobs: 2, blobBytes: 150, idempotencyKeys: 1))
+        == IndexStatistics(attachments: 3, attachmentBytes: 250, blobs: 2, blobBytes: 150, idempotencyKeys: 1)
+    )
   }
 
   @Test(arguments: IndexFactory.all)
@@ -146,8 +149,11 @@ private func record(
   func idempotencyKeyMovesFromStartedToInProgressToCompleted(factory: IndexFactory) throws {
     let directory = try TemporaryDirectory()
     let index = try factory.make(directory.path)
-    func begin(_ tenant: String = "acme", _ fingerprint: String = "fp1", at now: Date = t0) throws -> IdempotencyBegin {
-      try index.beginIdempotent(tenant: tenant, key: "key-1", fingerprint: fingerprint, now: now, lifetime: 86_400)
+    func begin(_ tenant: String = "acme", _ fingerprint: String = "fp1", at now: Date = t0) throws
+      -> IdempotencyBegin
+    {
+      try index.beginIdempotent(
+        tenant: tenant, key: "key-1", fingerprint: fingerprint, now: now, lifetime: 86_400)
     }
     #expect(try begin() == .started)
     #expect(try begin() == .inProgress)
@@ -169,7 +175,9 @@ private func record(
   func abandonedKeyCanStartAgainButACompletedOneCannotBeAbandoned(factory: IndexFactory) throws {
     let directory = try TemporaryDirectory()
     let index = try factory.make(directory.path)
-    let begin = { try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60) }
+    let begin = {
+      try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60)
+    }
     #expect(try begin() == .started)
     try index.abandonIdempotent(tenant: "acme", key: "k")
     #expect(try begin() == .started)
@@ -192,9 +200,14 @@ private func record(
     _ = try index.beginIdempotent(tenant: "acme", key: "done", fingerprint: "f", now: t0, lifetime: 600)
     try index.completeIdempotent(tenant: "acme", key: "done", response: response)
     try index.abandonAllRunningIdempotent()
-    #expect(try index.beginIdempotent(tenant: "acme", key: "running", fingerprint: "f", now: t0, lifetime: 600) == .started)
-    #expect(try index.beginIdempotent(tenant: "acme", key: "done", fingerprint: "f", now: t0, lifetime: 600) == .completed(response))
-    _ = try index.beginIdempotent(tenant: "acme", key: "later", fingerprint: "f", now: t0.addingTimeInterval(500), lifetime: 600)
+    #expect(
+      try index.beginIdempotent(tenant: "acme", key: "running", fingerprint: "f", now: t0, lifetime: 600)
+        == .started)
+    #expect(
+      try index.beginIdempotent(tenant: "acme", key: "done", fingerprint: "f", now: t0, lifetime: 600)
+        == .completed(response))
+    _ = try index.beginIdempotent(
+      tenant: "acme", key: "later", fingerprint: "f", now: t0.addingTimeInterval(500), lifetime: 600)
     #expect(try index.purgeIdempotent(createdBefore: t0.addingTimeInterval(100)) == 2)
     #expect(try index.statistics().idempotencyKeys == 1)
   }
@@ -206,7 +219,8 @@ private func record(
     let outcomes = Failures()
     DispatchQueue.concurrentPerform(iterations: 16) { _ in
       do {
-        let result = try index.beginIdempotent(tenant: "acme", key: "same", fingerprint: "f", now: t0, lifetime: 60)
+        let result = try index.beginIdempotent(
+          tenant: "acme", key: "same", fingerprint: "f", now: t0, lifetime: 60)
         outcomes.add("\(result)")
       } catch {
         outcomes.add("error \(error)")
@@ -226,7 +240,9 @@ private func record(
         for number in 0..<20 {
           let id = "att_\(worker)_\(number)"
           try index.insert(record(id, tenant: "t\(worker)", blobSeed: UInt64(number)))
-          if try index.attachment(tenant: "t\(worker)", id: id, now: t0)?.id != id { failures.add("lost \(id)") }
+          if try index.attachment(tenant: "t\(worker)", id: id, now: t0)?.id != id {
+            failures.add("lost \(id)")
+          }
         }
       } catch {
         failures.add("worker \(worker): \(error)")

@@ -1,5 +1,6 @@
-@testable import Crypto
 import Testing
+
+@testable import Crypto
 
 @Suite struct SHA256Tests {
   @Test(arguments: [
@@ -72,7 +73,8 @@ import Testing
 
   @Test func stringMessageIsItsUTF8Bytes() {
     let key = Array("k".utf8)
-    #expect(HMACSHA256.authenticate("héllo", key: key) == HMACSHA256.authenticate(Array("héllo".utf8), key: key))
+    #expect(
+      HMACSHA256.authenticate("héllo", key: key) == HMACSHA256.authenticate(Array("héllo".utf8), key: key))
     #expect(HMACSHA256.authenticate("", key: key).count == 32)
   }
 }
@@ -170,9 +172,17 @@ import Testing
 
 @Suite struct CrockfordBase32Tests {
   @Test func encodesMostSignificantBitsFirst() {
-    #expect(CrockfordBase32.encode128([UInt8](repeating: 0, count: 15) + [1]) == String(repeating: "0", count: 25) + "1")
-    #expect(CrockfordBase32.encode128([0x80] + [UInt8](repeating: 0, count: 15)) == "4" + String(repeating: "0", count: 25))
-    #expect(CrockfordBase32.encode128([UInt8](repeating: 0xFF, count: 16)) == "7" + String(repeating: "Z", count: 25))
-    #expect(CrockfordBase32.encode128([UInt8](repeating: 0, count: 15) + [0x20]) == String(repeating: "0", count: 24) + "10")
+    #expect(
+      CrockfordBase32.encode128([UInt8](repeating: 0, count: 15) + [1]) == String(repeating: "0", count: 25)
+        + "1")
+    #expect(
+      CrockfordBase32.encode128([0x80] + [UInt8](repeating: 0, count: 15)) == "4"
+        + String(repeating: "0", count: 25))
+    #expect(
+      CrockfordBase32.encode128([UInt8](repeating: 0xFF, count: 16)) == "7"
+        + String(repeating: "Z", count: 25))
+    #expect(
+      CrockfordBase32.encode128([UInt8](repeating: 0, count: 15) + [0x20]) == String(
+        repeating: "0", count: 24) + "10")
   }
 }

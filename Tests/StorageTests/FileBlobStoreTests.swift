@@ -90,7 +90,10 @@ import Testing
     #expect(throws: StorageError.self) { try store.put(sampleBytes(10, seed: 8)) }
   }
 
-  @Test(arguments: ["", "ABCDEF", String(repeating: "g", count: 64), String(repeating: "A", count: 64), "../" + String(repeating: "a", count: 61)])
+  @Test(arguments: [
+    "", "ABCDEF", String(repeating: "g", count: 64), String(repeating: "A", count: 64),
+    "../" + String(repeating: "a", count: 61),
+  ])
   func malformedHashesAreRejected(hex: String) {
     #expect(BlobHash(hex: hex) == nil)
   }

@@ -47,7 +47,8 @@ final class InMemoryIndex: AttachmentIndex {
 
   func deleteExpired(now: Date, limit: Int) throws -> [AttachmentRecord] {
     state.withLock { state in
-      let expired = state.rows.values.filter { $0.expiresAt <= now }.sorted { $0.expiresAt < $1.expiresAt }.prefix(limit)
+      let expired = state.rows.values.filter { $0.expiresAt <= now }.sorted { $0.expiresAt < $1.expiresAt }
+        .prefix(limit)
       for row in expired { state.rows[row.id] = nil }
       return Array(expired)
     }

@@ -9,8 +9,11 @@ import Testing
     let index = try SQLiteIndex(path: directory.path + "/index.sqlite")
     #expect(try index.read { try $0.query("PRAGMA journal_mode") }.first?.first?.text == "wal")
     #expect(try index.write { try $0.query("PRAGMA synchronous") }.first?.first?.integer == 2)  // FULL
-    #expect(try index.read { try $0.query("PRAGMA user_version") }.first?.first?.integer == Int64(SQLiteIndex.schemaVersion))
-    let normal = try SQLiteIndex(configuration: .init(path: directory.path + "/normal.sqlite", synchronous: .normal))
+    #expect(
+      try index.read { try $0.query("PRAGMA user_version") }.first?.first?.integer
+        == Int64(SQLiteIndex.schemaVersion))
+    let normal = try SQLiteIndex(
+      configuration: .init(path: directory.path + "/normal.sqlite", synchronous: .normal))
     #expect(try normal.write { try $0.query("PRAGMA synchronous") }.first?.first?.integer == 1)
   }
 
@@ -19,7 +22,8 @@ import Testing
     let path = directory.path + "/index.sqlite"
     let created = Date(timeIntervalSince1970: 1_800_000_000)
     let stored = AttachmentRecord(
-      id: "att_x", tenant: "acme", blob: BlobHash.of([1, 2, 3]), contentType: "image/jpeg", width: 1, height: 2,
+      id: "att_x", tenant: "acme", blob: BlobHash.of([1, 2, 3]), contentType: "image/jpeg", width: 1,
+      height: 2,
       bytes: 3, source: sampleSource, createdAt: created, expiresAt: created.addingTimeInterval(10))
     do {
       let index = try SQLiteIndex(path: path)

@@ -21,7 +21,9 @@ final class TemporaryDirectory: Sendable {
     var found: [String] = []
     while let name = enumerator.nextObject() as? String {
       var isDirectory: ObjCBool = false
-      if FileManager.default.fileExists(atPath: base + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue {
+      if FileManager.default.fileExists(atPath: base + "/" + name, isDirectory: &isDirectory),
+        !isDirectory.boolValue
+      {
         found.append(name)
       }
     }
@@ -55,5 +57,6 @@ func sampleBytes(_ count: Int, seed: UInt64) -> [UInt8] {
 }
 
 let sampleSource = SourceInfo(
-  format: "heic", width: 4032, height: 3024, bytes: 2_345_678, orientation: 6, orientationSource: "heif-transform",
+  format: "heic", width: 4032, height: 3024, bytes: 2_345_678, orientation: 6,
+  orientationSource: "heif-transform",
   colourProfile: "Display P3")
