@@ -80,7 +80,14 @@ public final class FileBlobStore: BlobStore {
       }
     }
     let hash = BlobHash(digest: hasher.finalize())!
-    if try refreshIfPresent(hash) {
+    let present: Bool
+    do {
+      present = try refreshIfPresent(hash)
+    } catch {
+      _ = try? FileSystem.unlink(temporary)
+      throw error
+    }
+    if present {
       _ = try? FileSystem.unlink(temporary)
       return hash
     }
