@@ -159,10 +159,7 @@ final class Connection {
         return (offset, false)
       }
       offset += step.consumed
-      guard let event = step.event else {
-        if step.consumed == 0 || offset == input.count { return (offset, true) }
-        continue
-      }
+      guard let event = step.event else { return (offset, true) }
       switch event {
       case .head(let head): handleHead(head)
       case .body(let range): handleBody(UnsafeRawBufferPointer(rebasing: rest[range]))

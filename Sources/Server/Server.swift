@@ -32,7 +32,8 @@ public final class Server: Sendable {
     self.handler = handler
     // Writes to a vanished client must fail with EPIPE, not kill the process.
     signal(SIGPIPE, SIG_IGN)
-    let fd = try System.socket(domain: AF_INET, type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+    let fd = try System.socket(
+      domain: AF_INET, type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
     do {
       let one: Int32 = 1
       try System.setsockopt(fd, level: SOL_SOCKET, option: SO_REUSEADDR, value: one)

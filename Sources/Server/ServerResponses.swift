@@ -37,7 +37,8 @@ enum ServerResponses {
 
   /// Written raw to a connection accepted over `maxConnections` before it is closed.
   static let connectionLimit: [UInt8] = {
-    let body = #"{"type":"about:blank","title":"Service Unavailable","status":503,"code":"too_many_connections"}"#
+    let body =
+      #"{"type":"about:blank","title":"Service Unavailable","status":503,"code":"too_many_connections"}"#
     return Array(
       ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nRetry-After: 1\r\n"
         + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8)
