@@ -41,7 +41,7 @@ final class EventLoop: @unchecked Sendable {
   private var acceptPausedUntil: Instant?
   private var drainDeadline: Instant?
   private(set) var liveConnections = 0
-  let dates = DateCache()
+  var dates = HTTPDateCache()
   private var requestCounter: UInt64 = 0
   private let requestIDPrefix: String
 
@@ -153,7 +153,7 @@ final class EventLoop: @unchecked Sendable {
       }
       guard case .processed(let fd) = result else { return }
       guard server.reserveConnection() else {
-        Self.refuse(fd)
+        refuse(fd)
         continue
       }
       adopt(fd, remote: Self.describe(&address))
@@ -170,12 +170,13 @@ final class EventLoop: @unchecked Sendable {
     guard let until = acceptPausedUntil, now >= until, !draining else { return }
     acceptPausedUntil = nil
     let listenEvents = EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue
-    try? System.epollControl(epollFD, EPOLL_CTL_ADD, server.listenFD, events: listenEvents, data: Self.listenToken)
+    try? System.epollControl(
+      epollFD, EPOLL_CTL_ADD, server.listenFD, events: listenEvents, data: Self.listenToken)
   }
 
   /// Over the connection cap: a best-effort canned 503, then close.
-  private static func refuse(_ fd: Int32) {
-    ServerResponses.connectionLimit.withUnsafeBytes { _ = try? System.write(fd, $0) }
+  private func refuse(_ fd: Int32) {
+    ServerResponses.connectionLimit(date: dates.now()).withUnsafeBytes { _ = try? System.write(fd, $0) }
     try? System.close(fd)
   }
 

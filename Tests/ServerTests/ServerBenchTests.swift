@@ -78,6 +78,7 @@ struct ServerBenchTests {
       _ = round
     }
     let loaded = try latency()
-    print("median latency: \(quiet * 1e6) µs quiet, \(loaded * 1e6) µs with 300 slowloris (\(loaded / quiet)×)")
+    print(
+      "median latency: \(quiet * 1e6) µs quiet, \(loaded * 1e6) µs with 300 slowloris (\(loaded / quiet)×)")
   }
 }

@@ -19,7 +19,7 @@ struct ServerLiveTests {
       let response = try client.readResponse()
       #expect(response.status == 200)
       #expect(response.text == "hello")
-      #expect(response.header("Connection") == nil)
+      #expect(response.header("Connection") == "keep-alive")
       #expect(response.header("Date") != nil)
     }
     #expect(live.server.connectionCount == 1)
