@@ -100,7 +100,9 @@ public final class Server: Sendable {
     beginDrain()
     loopsFinished.wait()
     closeListener()
-    pool.shutdown()
+    // Connections are gone by now (the drain deadline closes stragglers); work still running
+    // on the pool has nobody to answer, so it is not waited for.
+    pool.shutdown(wait: false)
     loops.withLock { $0 = [] }
   }
 

@@ -238,6 +238,18 @@ struct ServerLiveTests {
     #expect(recorder.all.contains("aborted 5"))
   }
 
+  @Test func aStuckWorkerJobDoesNotHoldRunPastTheDrainDeadline() throws {
+    let gate = DispatchSemaphore(value: 0)
+    defer { gate.signal() }
+    let live = try LiveServer({ $0.drainDeadline = .milliseconds(200) }, handler: TestHandler(gate: gate))
+    let client = try RawClient(port: live.port)
+    try client.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(Self.waitFor { live.server.pool.inFlight == 1 })
+    live.server.shutdown()
+    #expect(live.waitForReturn(timeout: 3))
+    #expect(client.waitForClose())
+  }
+
   @Test func connectionsOverTheCapGet503AndAreClosed() throws {
     let live = try LiveServer({ $0.maxConnections = 2 }, handler: TestHandler())
     defer { live.stop() }
