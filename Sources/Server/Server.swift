@@ -178,6 +178,9 @@ enum SignalRelay {
     }
   }
 
+  /// The servers a signal would shut down now.
+  static var registered: [ObjectIdentifier] { servers.withLock { Array($0.keys) } }
+
   static func unregister(_ server: Server) {
     _ = servers.withLock { $0.removeValue(forKey: ObjectIdentifier(server)) }
   }

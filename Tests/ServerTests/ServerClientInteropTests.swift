@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-import Server
 import Testing
+
+@testable import Server
 
 /// The server against real clients: curl and Python's http.client / h11.
 @Suite(.serialized, .timeLimit(.minutes(1)))
@@ -159,6 +160,12 @@ struct ServerClientInteropTests {
   @Test func sigtermDrainsTheServerAndRunReturns() throws {
     let live = try LiveServer({ $0.handleSignals = true }, handler: TestHandler())
     let busy = try RawClient(port: live.port)
+    // A signal drains every server of the process that handles signals: wait (bounded) until
+    // this test's is the only one, so that servers of other suites are not disturbed.
+    #expect(
+      ServerLiveTests.waitFor(timeout: 20) {
+        SignalRelay.registered == [ObjectIdentifier(live.server)]
+      })
     try busy.send("GET /slow?ms=300 HTTP/1.1\r\nHost: t\r\n\r\n")
     usleep(50_000)
     kill(getpid(), SIGTERM)
