@@ -276,13 +276,17 @@ final class Connection {
   /// Protocol errors and timeouts: the body is not read further and the connection closes.
   private func sendError(_ response: HTTPResponse) {
     machine.errorResponseQueued(now: loop.now)
+    if request == nil {
+      // No head was parsed (400, 408, 431 …): still one line in the access log.
+      let id = loop.requestID(for: HTTPRequestHead(method: "", target: "/"))
+      request = RequestInfo(method: "-", path: "-", requestID: id, start: loop.now, isHead: false)
+    }
     writeResponse(response, fileFD: nil, close: true)
   }
 
   private func writeResponse(_ response: HTTPResponse, fileFD: Int32?, close: Bool) {
     var headers = response.headers
-    let id = request?.requestID ?? loop.requestID(for: HTTPRequestHead(method: "", target: "/"))
-    headers.replaceOrAdd(name: "X-Request-Id", value: id)
+    if let id = request?.requestID { headers.replaceOrAdd(name: "X-Request-Id", value: id) }
     let length = response.body.count
     var head: [UInt8] = []
     head.reserveCapacity(256)

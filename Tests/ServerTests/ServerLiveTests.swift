@@ -346,6 +346,22 @@ struct ServerLiveTests {
     #expect(logged[0].remoteAddress.hasPrefix("127.0.0.1:"))
   }
 
+  @Test func aRequestRefusedBeforeItsHeadIsLoggedToo() throws {
+    let entries = Mutex<[AccessLogEntry]>([])
+    let live = try LiveServer(
+      { $0.accessLog = { entry in entries.withLock { $0.append(entry) } } }, handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("GET /hello HTTP/1.1\r\nHost: t\r\nBad Name: x\r\n\r\n")
+    let response = try client.readResponse()
+    #expect(response.status == 400)
+    #expect(Self.waitFor { entries.withLock { $0.count } == 1 })
+    let entry = try #require(entries.withLock { $0.first })
+    #expect(entry.status == 400)
+    #expect(entry.method == "-")
+    #expect(entry.requestID == response.header("X-Request-Id"))
+  }
+
   static func waitFor(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
