@@ -405,6 +405,23 @@ struct ServerLiveTests {
     #expect(Self.waitFor(timeout: 5) { live.server.connectionCount == 0 })
   }
 
+  @Test func readingStopsWhileAResponseIsPending() throws {
+    let gate = DispatchSemaphore(value: 0)
+    let live = try LiveServer(handler: TestHandler(gate: gate))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port, timeout: 1)
+    try client.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(Self.waitFor { live.server.pool.inFlight == 1 })
+    // A pipelined flood behind the pending request: the server must leave it in the socket, so
+    // the client's sends stall (1 s send timeout) long before 256 MB.
+    let chunk = [UInt8](repeating: 0x41, count: 1 << 20)
+    var sent = 0
+    while sent < 256, (try? client.send(chunk)) != nil { sent += 1 }
+    #expect(sent < 256, "the server read \(sent) MB while a response was pending")
+    gate.signal()
+    #expect(try client.readResponse().text == "released")
+  }
+
   @Test func invalidConfigurationsAreRefused() {
     var bad = Server.Configuration()
     bad.host = "not an address"
