@@ -52,6 +52,12 @@ enum Resampler {
   // Weight bits (14) plus the intermediate's 4 fractional bits.
   private static let horizontalShift = Int32(LanczosWeights.bits + 4)
 
+  // Destination rows are produced in strips of `lanes` rows. The vertical pass writes the
+  // strip's rows contiguously; a block transpose turns them sample-major (8 lanes per sample),
+  // so the horizontal pass filters all 8 rows at once with 8-lane vector arithmetic instead of
+  // one pixel's 3 or 4 channels at a time; a second transpose turns its results back into rows.
+  private static let lanes = 8
+
   private static func resample(
     _ image: PixelBuffer, horizontal: LanczosWeights, vertical: LanczosWeights
   ) -> [UInt8] {
@@ -59,21 +65,36 @@ enum Resampler {
     let rowSamples = image.width * channels
     let outRowBytes = horizontal.destination * channels
     let count = outRowBytes * vertical.destination
-    // One vertically filtered row at 4 fractional bits; 4 samples of slack let the horizontal
-    // pass read a whole SIMD4 at the last RGB pixel.
-    var row = [Int16](repeating: 0, count: rowSamples + 4)
+    // Row lengths rounded up to whole 16-sample vectors; the slack is never read back.
+    let inStride = (rowSamples + 15) & ~15
+    let outStride = (outRowBytes + 15) & ~15
+    var rows = [Int16](repeating: 0, count: max(inStride, outStride) * lanes)
+    var lanesBuffer = [Int16](repeating: 0, count: max(inStride, outStride) * lanes)
     return [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
       image.bytes.withUnsafeBufferPointer { src in
-        row.withUnsafeMutableBufferPointer { row in
-          for y in 0..<vertical.destination {
-            verticalPass(
-              src: src, rowBytes: image.rowBytes, samples: rowSamples, weights: vertical, y: y,
-              row: row)
-            let dst = UnsafeMutableBufferPointer(rebasing: out[(y * outRowBytes)..<((y + 1) * outRowBytes)])
-            switch channels {
-            case 1: horizontalPassGray(row: row, weights: horizontal, dst: dst)
-            case 3: horizontalPass(row: row, weights: horizontal, dst: dst, channels: 3)
-            default: horizontalPass(row: row, weights: horizontal, dst: dst, channels: 4)
+        rows.withUnsafeMutableBufferPointer { rows in
+          lanesBuffer.withUnsafeMutableBufferPointer { strip in
+            guard let source = src.baseAddress, let dst = out.baseAddress, let r = rows.baseAddress,
+              let t = strip.baseAddress
+            else { return }
+            for top in Swift.stride(from: 0, to: vertical.destination, by: lanes) {
+              let valid = min(lanes, vertical.destination - top)
+              for lane in 0..<lanes {
+                // A short last strip repeats its last row in the unused lanes; they are not stored.
+                verticalPass(
+                  src: source, rowBytes: image.rowBytes, samples: rowSamples, weights: vertical,
+                  y: top + min(lane, valid - 1), dst: r + lane * inStride)
+              }
+              Transpose8.rowsToLanes(r, stride: inStride, t, count: inStride)
+              switch channels {
+              case 1: horizontalPass(strip: t, weights: horizontal, dst: r, channels: 1)
+              case 3: horizontalPass(strip: t, weights: horizontal, dst: r, channels: 3)
+              default: horizontalPass(strip: t, weights: horizontal, dst: r, channels: 4)
+              }
+              Transpose8.lanesToRows(r, t, stride: outStride, count: outStride)
+              for lane in 0..<valid {
+                narrow(t + lane * outStride, to: dst + (top + lane) * outRowBytes, count: outRowBytes)
+              }
             }
           }
         }
@@ -87,14 +108,14 @@ enum Resampler {
   // on baseline x86-64), then a scalar tail.
   @inline(__always)
   private static func verticalPass(
-    src: UnsafeBufferPointer<UInt8>, rowBytes: Int, samples: Int, weights: LanczosWeights, y: Int,
-    row: UnsafeMutableBufferPointer<Int16>
+    src: UnsafePointer<UInt8>, rowBytes: Int, samples: Int, weights: LanczosWeights, y: Int,
+    dst: UnsafeMutablePointer<Int16>
   ) {
     let start = Int(weights.starts[y])
     let taps = Int(weights.counts[y])
     let base = y * weights.stride
-    guard let source = src.baseAddress, let out = row.baseAddress else { return }
-    let first = UnsafeRawPointer(source + start * rowBytes)
+    let first = UnsafeRawPointer(src + start * rowBytes)
+    let out = UnsafeMutableRawPointer(dst)
     let half = Int32(1) << (verticalShift - 1)
     weights.weights.withUnsafeBufferPointer { w in
       let w = w.baseAddress! + base
@@ -113,68 +134,93 @@ enum Resampler {
         let packed = SIMD16<Int16>(
           lowHalf: SIMD8<Int16>(truncatingIfNeeded: low &>> verticalShift),
           highHalf: SIMD8<Int16>(truncatingIfNeeded: high &>> verticalShift))
-        UnsafeMutableRawPointer(out + i).storeBytes(of: packed, as: SIMD16<Int16>.self)
+        out.storeBytes(of: packed, toByteOffset: i * 2, as: SIMD16<Int16>.self)
         i += 16
       }
       let line = first.assumingMemoryBound(to: UInt8.self)
       while i < samples {
         var acc = half
         for k in 0..<taps { acc = acc &+ Int32(w[k]) &* Int32(line[k * rowBytes + i]) }
-        out[i] = Int16(truncatingIfNeeded: acc >> verticalShift)
+        dst[i] = Int16(truncatingIfNeeded: acc >> verticalShift)
         i += 1
       }
     }
   }
 
+  // All rows of a strip at once: for each destination pixel and channel, the weighted sum of its
+  // window of sample-major strip values, 8 rows per vector, rounded and clamped to 0…255 and
+  // stored sample-major. `channels` is a constant at each call site, so its branches fold away.
+  @inline(__always)
   private static func horizontalPass(
-    row: UnsafeMutableBufferPointer<Int16>, weights: LanczosWeights,
-    dst: UnsafeMutableBufferPointer<UInt8>, channels: Int
+    strip: UnsafePointer<Int16>, weights: LanczosWeights, dst: UnsafeMutablePointer<Int16>, channels: Int
   ) {
-    guard let line = row.baseAddress, let out = dst.baseAddress else { return }
-    let half = SIMD4<Int32>(repeating: 1 << (horizontalShift - 1))
-    let raw = UnsafeRawPointer(line)
+    let half = SIMD8<Int32>(repeating: 1 << (horizontalShift - 1))
+    let raw = UnsafeRawPointer(strip)
+    let out = UnsafeMutableRawPointer(dst)
+    let pixelStride = channels * lanes * 2
     weights.weights.withUnsafeBufferPointer { w in
       weights.starts.withUnsafeBufferPointer { starts in
         weights.counts.withUnsafeBufferPointer { counts in
           for x in 0..<weights.destination {
-            var acc = half
-            var p = raw + Int(starts[x]) * channels * 2
+            var a0 = half
+            var a1 = half
+            var a2 = half
+            var a3 = half
+            var p = raw + Int(starts[x]) * pixelStride
             let base = x * weights.stride
             for k in 0..<Int(counts[x]) {
-              let v = SIMD4<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD4<Int16>.self))
-              acc &+= v &* SIMD4<Int32>(repeating: Int32(w[base + k]))
-              p += channels * 2
+              let wk = SIMD8<Int32>(repeating: Int32(w[base + k]))
+              a0 &+= SIMD8<Int32>(truncatingIfNeeded: p.loadUnaligned(as: SIMD8<Int16>.self)) &* wk
+              if channels > 1 {
+                a1 &+=
+                  SIMD8<Int32>(truncatingIfNeeded: p.loadUnaligned(fromByteOffset: 16, as: SIMD8<Int16>.self))
+                  &* wk
+                a2 &+=
+                  SIMD8<Int32>(truncatingIfNeeded: p.loadUnaligned(fromByteOffset: 32, as: SIMD8<Int16>.self))
+                  &* wk
+              }
+              if channels > 3 {
+                a3 &+=
+                  SIMD8<Int32>(truncatingIfNeeded: p.loadUnaligned(fromByteOffset: 48, as: SIMD8<Int16>.self))
+                  &* wk
+              }
+              p += pixelStride
             }
-            let v = (acc &>> SIMD4<Int32>(repeating: horizontalShift))
-              .clamped(lowerBound: .zero, upperBound: SIMD4(repeating: 255))
-            let o = out + x * channels
-            o[0] = UInt8(truncatingIfNeeded: v[0])
-            o[1] = UInt8(truncatingIfNeeded: v[1])
-            o[2] = UInt8(truncatingIfNeeded: v[2])
-            if channels == 4 { o[3] = UInt8(truncatingIfNeeded: v[3]) }
+            let o = out + x * pixelStride
+            o.storeBytes(of: clamp(a0), as: SIMD8<Int16>.self)
+            if channels > 1 {
+              o.storeBytes(of: clamp(a1), toByteOffset: 16, as: SIMD8<Int16>.self)
+              o.storeBytes(of: clamp(a2), toByteOffset: 32, as: SIMD8<Int16>.self)
+            }
+            if channels > 3 { o.storeBytes(of: clamp(a3), toByteOffset: 48, as: SIMD8<Int16>.self) }
           }
         }
       }
     }
   }
 
-  private static func horizontalPassGray(
-    row: UnsafeMutableBufferPointer<Int16>, weights: LanczosWeights, dst: UnsafeMutableBufferPointer<UInt8>
-  ) {
-    guard let line = row.baseAddress, let out = dst.baseAddress else { return }
-    let half = Int32(1) << (horizontalShift - 1)
-    weights.weights.withUnsafeBufferPointer { w in
-      weights.starts.withUnsafeBufferPointer { starts in
-        weights.counts.withUnsafeBufferPointer { counts in
-          for x in 0..<weights.destination {
-            var acc = half
-            let p = line + Int(starts[x])
-            let base = x * weights.stride
-            for k in 0..<Int(counts[x]) { acc = acc &+ Int32(w[base + k]) &* Int32(p[k]) }
-            out[x] = UInt8(clamping: acc >> horizontalShift)
-          }
-        }
-      }
+  // Final rounding shift and clamp to 0…255, in 16-bit lanes (pmaxsw/pminsw exist on SSE2; the
+  // 32-bit ones do not). The sums stay well inside Int16 after the shift.
+  @inline(__always)
+  private static func clamp(_ sums: SIMD8<Int32>) -> SIMD8<Int16> {
+    SIMD8<Int16>(truncatingIfNeeded: sums &>> horizontalShift)
+      .clamped(lowerBound: .zero, upperBound: SIMD8(repeating: 255))
+  }
+
+  // One finished row: 16-bit values already in 0…255 to bytes.
+  @inline(__always)
+  private static func narrow(_ src: UnsafePointer<Int16>, to dst: UnsafeMutablePointer<UInt8>, count: Int) {
+    let s = UnsafeRawPointer(src)
+    let d = UnsafeMutableRawPointer(dst)
+    var i = 0
+    while i + 16 <= count {
+      let v = s.loadUnaligned(fromByteOffset: i * 2, as: SIMD16<Int16>.self)
+      d.storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: v), toByteOffset: i, as: SIMD16<UInt8>.self)
+      i += 16
+    }
+    while i < count {
+      dst[i] = UInt8(truncatingIfNeeded: src[i])
+      i += 1
     }
   }
 
