@@ -21,19 +21,19 @@ enum AlphaFlattener {
           let d = dst + y * width * 3
           if premultiplied {
             for x in 0..<width {
-              let a = UInt16(s[x * 4 + 3])
+              let a = s[x * 4 + 3]
               let white = 255 &- a
-              for c in 0..<3 {
-                d[x * 3 + c] = UInt8(truncatingIfNeeded: min(UInt16(s[x * 4 + c]), a) &+ white)
-              }
+              d[x * 3] = min(s[x * 4], a) &+ white
+              d[x * 3 + 1] = min(s[x * 4 + 1], a) &+ white
+              d[x * 3 + 2] = min(s[x * 4 + 2], a) &+ white
             }
           } else {
             for x in 0..<width {
               let a = UInt32(s[x * 4 + 3])
-              let white = 255 &* (255 &- a) &+ 127
-              for c in 0..<3 {
-                d[x * 3 + c] = UInt8(truncatingIfNeeded: (UInt32(s[x * 4 + c]) &* a &+ white) / 255)
-              }
+              let white = 255 &* (255 &- a)
+              d[x * 3] = divide255(UInt32(s[x * 4]) &* a &+ white)
+              d[x * 3 + 1] = divide255(UInt32(s[x * 4 + 1]) &* a &+ white)
+              d[x * 3 + 2] = divide255(UInt32(s[x * 4 + 2]) &* a &+ white)
             }
           }
         }
@@ -67,5 +67,13 @@ enum AlphaFlattener {
       initialized = count
     }
     return PixelBuffer(width: width, height: height, layout: .rgba, bytes: bytes, premultiplied: true)
+  }
+
+  // x / 255 rounded to nearest, exact for 0 ≤ x ≤ 255 · 255 (checked exhaustively), without a
+  // division.
+  @inline(__always)
+  private static func divide255(_ x: UInt32) -> UInt8 {
+    let y = x &+ 128
+    return UInt8(truncatingIfNeeded: (y &+ (y >> 8)) >> 8)
   }
 }
