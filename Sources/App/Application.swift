@@ -1,0 +1,75 @@
+import HTTP
+import Server
+
+/// attachd's request handler: routes requests, answers health checks, and turns every error
+/// into problem+json through `ErrorTable`.
+public final class Application: HTTPHandler {
+  /// The routes attachd answers (issue 4 adds the attachments API and metrics).
+  public enum Route: Sendable, Equatable {
+    case healthz
+    case readyz
+  }
+
+  /// The version `attachd --version` prints.
+  public static let version = "0.1.0"
+
+  public let configuration: Configuration
+  public let readiness: Readiness
+  public let accessLog: AccessLog
+  public let eventLog: EventLog
+  let router: Router<Route>
+
+  /// The routing table.
+  static func makeRouter() -> Router<Route> {
+    var router = Router<Route>()
+    router.add("GET", "/healthz", .healthz)
+    router.add("GET", "/readyz", .readyz)
+    return router
+  }
+
+  public init(configuration: Configuration, accessLog: AccessLog, eventLog: EventLog) {
+    self.configuration = configuration
+    self.accessLog = accessLog
+    self.eventLog = eventLog
+    self.readiness = Readiness(dataDirectory: configuration.storage.dataDirectory)
+    self.router = Self.makeRouter()
+  }
+
+  public func head(_ head: HTTPRequestHead, context: RequestContext) -> HeadDecision {
+    var response = route(head, context: context)
+    response.headers.replaceOrAdd(name: "X-Request-Id", value: context.requestID)
+    return .respond(response)
+  }
+
+  private func route(_ head: HTTPRequestHead, context: RequestContext) -> HTTPResponse {
+    switch router.match(method: head.method, path: head.path) {
+    case .found(.healthz, _):
+      return Self.json(status: 200, #"{"status":"ok"}"#)
+    case .found(.readyz, _):
+      if let problem = readiness.check() {
+        if case .notReady(let reason) = problem {
+          eventLog.warning("not ready", fields: [("request_id", context.requestID), ("reason", reason)])
+        }
+        return ErrorTable.response(for: problem, requestID: context.requestID, log: nil)
+      }
+      return Self.json(status: 200, #"{"status":"ready"}"#)
+    case .methodNotAllowed(let allow):
+      return ErrorTable.response(
+        for: AppError.methodNotAllowed(allow: allow), requestID: context.requestID, log: nil)
+    case .notFound:
+      return ErrorTable.response(for: AppError.notFound, requestID: context.requestID, log: nil)
+    }
+  }
+
+  /// Records a finished request in the access log (the server's access-log hook calls this).
+  public func logRequest(_ entry: AccessLogEntry) {
+    accessLog.record(entry)
+  }
+
+  static func json(status: Int, _ text: StaticString) -> HTTPResponse {
+    let body = text.withUTF8Buffer { Array($0) + [0x0A] }
+    return HTTPResponse(
+      status: status, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+      body: .bytes(body))
+  }
+}

@@ -1,0 +1,47 @@
+import App
+import Foundation
+
+/// `attachd serve`: layer the configuration, prepare the data directory, run the server
+/// until SIGTERM/SIGINT has drained it.
+enum ServeCommand {
+  /// Exit status for an unusable configuration (sysexits.h EX_CONFIG).
+  static let exitConfig: Int32 = 78
+
+  static func run(_ arguments: [String]) -> Int32 {
+    let options: ServeOptions
+    do {
+      options = try ServeOptions.parse(arguments)
+    } catch {
+      CLI.printError("attachd serve: \(error)")
+      CLI.printError(ServeOptions.help)
+      return CLI.exitUsage
+    }
+    if options.wantsHelp {
+      print(ServeOptions.help)
+      return 0
+    }
+    let configuration: Application.Configuration
+    let accessSink: LogSink
+    do {
+      configuration = try ConfigurationLoader.load(
+        options: options, environment: ProcessInfo.processInfo.environment)
+      accessSink = try LogSink.named(configuration.log.access)
+    } catch {
+      CLI.printError("attachd serve: \(error)")
+      return exitConfig
+    }
+    do {
+      try FileManager.default.createDirectory(
+        atPath: configuration.storage.dataDirectory, withIntermediateDirectories: true)
+    } catch {
+      CLI.printError("attachd serve: cannot create data directory \(configuration.storage.dataDirectory)")
+      return exitConfig
+    }
+    let application = Application(
+      configuration: configuration, accessLog: AccessLog(sink: accessSink),
+      eventLog: EventLog(sink: .standardError))
+    _ = application
+    CLI.printError("attachd serve: the server is not built yet")
+    return 2
+  }
+}
