@@ -28,6 +28,49 @@ public struct ConfigurationKey: Sendable {
     .integer(
       "server.port", env: "ATTACHD_PORT", flag: "--port", summary: "TCP port (0 = any free port)",
       range: 0...65535, \.server.port),
+    .integer(
+      "server.eventLoops", env: "ATTACHD_EVENT_LOOPS", flag: nil,
+      summary: "event loop threads (0 = one per core)",
+      range: 0...1024, \.server.eventLoops),
+    .integer(
+      "server.workerThreads", env: "ATTACHD_WORKER_THREADS", flag: nil,
+      summary: "threads for image work (0 = one per core)", range: 0...1024, \.server.workerThreads),
+    .integer(
+      "server.workerQueueLength", env: "ATTACHD_WORKER_QUEUE_LENGTH", flag: nil,
+      summary: "jobs waiting for a worker before 503 + Retry-After", range: 0...1_000_000,
+      \.server.workerQueueLength),
+    .integer(
+      "server.maxConnections", env: "ATTACHD_MAX_CONNECTIONS", flag: nil, summary: "open connections at most",
+      range: 1...10_000_000, \.server.maxConnections),
+    .seconds(
+      "server.headerTimeout", env: "ATTACHD_HEADER_TIMEOUT", flag: nil,
+      summary: "seconds for a whole request head to arrive (→ 408)", \.server.headerTimeout),
+    .seconds(
+      "server.bodyIdleTimeout", env: "ATTACHD_BODY_IDLE_TIMEOUT", flag: nil,
+      summary: "longest silence in a request body, seconds (→ 408)", \.server.bodyIdleTimeout),
+    .seconds(
+      "server.keepAliveTimeout", env: "ATTACHD_KEEP_ALIVE_TIMEOUT", flag: nil,
+      summary: "seconds an idle kept-alive connection stays open", \.server.keepAliveTimeout),
+    .seconds(
+      "server.writeTimeout", env: "ATTACHD_WRITE_TIMEOUT", flag: nil,
+      summary: "seconds a response write may stall before the connection is dropped", \.server.writeTimeout),
+    .seconds(
+      "server.drainDeadline", env: "ATTACHD_DRAIN_DEADLINE", flag: nil,
+      summary: "seconds in-flight requests get after SIGTERM", allowZero: true, \.server.drainDeadline),
+    .integer(
+      "server.maxRequestLineBytes", env: "ATTACHD_MAX_REQUEST_LINE_BYTES", flag: nil,
+      summary: "longest request line (→ 414)", range: 64...1_048_576, \.server.maxRequestLineBytes),
+    .integer(
+      "server.maxHeaderBytes", env: "ATTACHD_MAX_HEADER_BYTES", flag: nil,
+      summary: "largest header block (→ 431)",
+      range: 256...16_777_216, \.server.maxHeaderBytes),
+    .integer(
+      "server.maxHeaderFields", env: "ATTACHD_MAX_HEADER_FIELDS", flag: nil,
+      summary: "most header fields (→ 431)",
+      range: 1...10_000, \.server.maxHeaderFields),
+    .integer(
+      "server.listenBacklog", env: "ATTACHD_LISTEN_BACKLOG", flag: nil, summary: "listen(2) backlog",
+      range: 1...65535, \.server.listenBacklog),
     .text(
       "storage.dataDir", env: "ATTACHD_DATA_DIR", flag: "--data-dir",
       summary: "directory for attachments and the index", \.storage.dataDirectory),
@@ -73,17 +116,23 @@ public struct ConfigurationKey: Sendable {
       })
   }
 
+  static func secondsText(_ value: Double) -> String {
+    value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+  }
+
   static func seconds(
-    _ path: String, env: String, flag: String?, summary: String,
+    _ path: String, env: String, flag: String?, summary: String, allowZero: Bool = false,
     _ field: WritableKeyPath<Configuration, Double> & Sendable
   ) -> ConfigurationKey {
     ConfigurationKey(
-      path: path, environment: env, flag: flag, defaultText: "\(Configuration()[keyPath: field]) s",
+      path: path, environment: env, flag: flag,
+      defaultText: Self.secondsText(Configuration()[keyPath: field]),
       summary: summary,
       set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
         let number = try value.number()
-        guard number > 0, number.isFinite else {
-          throw ConfigurationError("must be a positive number of seconds")
+        guard number > 0 || (allowZero && number == 0), number.isFinite else {
+          throw ConfigurationError(
+            allowZero ? "must be 0 or more seconds" : "must be a positive number of seconds")
         }
         config[keyPath: field] = number
       })

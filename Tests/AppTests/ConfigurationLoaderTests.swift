@@ -111,7 +111,14 @@ import Testing
   @Test(arguments: [
     (["ATTACHD_PORT": "eighty"], #"ATTACHD_PORT: expected an integer, got "eighty""#),
     (["ATTACHD_PORT": "-1"], "ATTACHD_PORT: must be 0…65535, not -1"),
-    (["ATTACHD_HOST": ""], "server.host must be a non-empty address"),
+    (["ATTACHD_HOST": ""], #"server.host must be an IPv4 address such as 127.0.0.1, not """#),
+    (
+      ["ATTACHD_HOST": "localhost"],
+      #"server.host must be an IPv4 address such as 127.0.0.1, not "localhost""#
+    ),
+    (["ATTACHD_HEADER_TIMEOUT": "0"], "ATTACHD_HEADER_TIMEOUT: must be a positive number of seconds"),
+    (["ATTACHD_DRAIN_DEADLINE": "-1"], "ATTACHD_DRAIN_DEADLINE: must be 0 or more seconds"),
+    (["ATTACHD_MAX_HEADER_FIELDS": "0"], "ATTACHD_MAX_HEADER_FIELDS: must be 1…10000, not 0"),
     (["ATTACHD_DATA_DIR": ""], "storage.dataDir must not be empty"),
     (["ATTACHD_ACCESS_LOG": ""], "log.access must be stdout, stderr, off or a file path"),
   ])
@@ -127,6 +134,18 @@ import Testing
     #expect(throws: ConfigurationError("--port: must be 0…65535, not 99999")) {
       try ConfigurationLoader.load(options: options, environment: [:], fileExists: noDefaultFile)
     }
+  }
+
+  @Test func secondsAcceptFractionsAndTheDrainDeadlineAcceptsZero() throws {
+    let config = try ConfigurationLoader.load(
+      options: ServeOptions(),
+      environment: [
+        "ATTACHD_HEADER_TIMEOUT": "2.5", "ATTACHD_DRAIN_DEADLINE": "0", "ATTACHD_WORKER_THREADS": "3",
+      ],
+      fileExists: noDefaultFile)
+    #expect(config.server.headerTimeout == 2.5)
+    #expect(config.server.drainDeadline == 0)
+    #expect(config.server.workerThreads == 3)
   }
 
   @Test func unrelatedEnvironmentVariablesAreIgnored() throws {
