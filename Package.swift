@@ -26,11 +26,13 @@ let package = Package(
     systemLibrary("CLCMS2", pkgConfig: "lcms2", apt: ["liblcms2-dev"]),
     systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
     systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+    // epoll, eventfd, sendfile, accept4: Linux headers the Glibc module leaves out.
+    .systemLibrary(name: "CLinux"),
 
     // Protocol only: bytes in, messages out. No sockets, no Foundation networking.
     .target(name: "HTTP"),
     // Sockets: epoll event loop, connections, worker pool, graceful shutdown.
-    .target(name: "Server", dependencies: ["HTTP"]),
+    .target(name: "Server", dependencies: ["HTTP", "CLinux"]),
     // The only code that touches the C image libraries.
     .target(
       name: "ImageCodecs",
