@@ -1,5 +1,7 @@
+import Server
+
 /// One finished request, as the access log records it.
-public struct AccessLogEntry: Sendable, Equatable {
+public struct AccessLogRecord: Sendable, Equatable {
   public var requestID: String
   public var method: String
   /// The request target; the log keeps only its path (the query can hold tokens and names).
@@ -38,14 +40,26 @@ public final class AccessLog: Sendable {
 
   public init(sink: LogSink) { self.sink = sink }
 
-  /// Writes one line for `entry`.
+  /// Writes one line for a request the server finished (the server's access-log hook).
   public func record(_ entry: AccessLogEntry) {
+    guard !sink.isOff else { return }
+    let (seconds, attoseconds) = entry.duration.components
+    record(
+      AccessLogRecord(
+        requestID: entry.requestID, method: entry.method, target: entry.path, status: entry.status,
+        bytesIn: entry.bytesIn, bytesOut: entry.bytesOut,
+        durationMilliseconds: Double(seconds) * 1000 + Double(attoseconds) / 1e15,
+        remoteAddress: entry.remoteAddress))
+  }
+
+  /// Writes one line for `entry`.
+  public func record(_ entry: AccessLogRecord) {
     guard !sink.isOff else { return }
     sink.write(Self.line(for: entry, time: JSONText.timestamp()))
   }
 
   /// The log line for `entry` at `time`, ending with a newline.
-  public static func line(for entry: AccessLogEntry, time: String) -> [UInt8] {
+  public static func line(for entry: AccessLogRecord, time: String) -> [UInt8] {
     var json = JSONText(capacity: 256)
     json.field("time", time)
     json.field("request_id", entry.requestID)

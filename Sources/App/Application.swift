@@ -36,9 +36,8 @@ public final class Application: HTTPHandler {
   }
 
   public func head(_ head: HTTPRequestHead, context: RequestContext) -> HeadDecision {
-    var response = route(head, context: context)
-    response.headers.replaceOrAdd(name: "X-Request-Id", value: context.requestID)
-    return .respond(response)
+    // The server adds X-Request-Id to every response.
+    .respond(route(head, context: context))
   }
 
   private func route(_ head: HTTPRequestHead, context: RequestContext) -> HTTPResponse {
@@ -59,11 +58,6 @@ public final class Application: HTTPHandler {
     case .notFound:
       return ErrorTable.response(for: AppError.notFound, requestID: context.requestID, log: nil)
     }
-  }
-
-  /// Records a finished request in the access log (the server's access-log hook calls this).
-  public func logRequest(_ entry: AccessLogEntry) {
-    accessLog.record(entry)
   }
 
   static func json(status: Int, _ text: StaticString) -> HTTPResponse {

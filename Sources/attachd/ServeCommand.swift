@@ -1,5 +1,6 @@
 import App
 import Foundation
+import Server
 
 /// `attachd serve`: layer the configuration, prepare the data directory, run the server
 /// until SIGTERM/SIGINT has drained it.
@@ -40,8 +41,27 @@ enum ServeCommand {
     let application = Application(
       configuration: configuration, accessLog: AccessLog(sink: accessSink),
       eventLog: EventLog(sink: .standardError))
-    _ = application
-    CLI.printError("attachd serve: the server is not built yet")
-    return 2
+    let server: Server
+    do {
+      server = try application.makeServer()
+    } catch {
+      CLI.printError(
+        "attachd serve: cannot listen on \(configuration.server.host):\(configuration.server.port): \(error)")
+      return 1
+    }
+    application.eventLog.info(
+      "listening",
+      fields: [
+        ("address", "\(configuration.server.host):\(server.localPort)"),
+        ("data_dir", configuration.storage.dataDirectory), ("version", Application.version),
+      ])
+    do {
+      try server.run()
+    } catch {
+      CLI.printError("attachd serve: \(error)")
+      return 1
+    }
+    application.eventLog.info("stopped")
+    return 0
   }
 }

@@ -4,8 +4,8 @@ import Testing
 @testable import App
 
 @Suite struct AccessLogTests {
-  func entry(target: String, method: String = "GET") -> AccessLogEntry {
-    AccessLogEntry(
+  func entry(target: String, method: String = "GET") -> AccessLogRecord {
+    AccessLogRecord(
       requestID: "r-1", method: method, target: target, status: 201, bytesIn: 12345, bytesOut: 678,
       durationMilliseconds: 12.3456, remoteAddress: "127.0.0.1:50000")
   }

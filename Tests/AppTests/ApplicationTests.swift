@@ -35,10 +35,9 @@ import Testing
     return try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
   }
 
-  @Test func healthzAnswers200WithTheRequestID() throws {
+  @Test func healthzAnswers200() throws {
     let response = try respond(makeApp(dataDirectory: "/nonexistent"), "GET", "/healthz")
     #expect(response.status == 200)
-    #expect(response.headers.first(name: "X-Request-Id") == "req-42")
     #expect(try json(response)["status"] as? String == "ok")
   }
 
@@ -55,7 +54,6 @@ import Testing
     #expect(response.status == 503)
     #expect(response.headers.first(name: "Retry-After") == "5")
     #expect(try json(response)["code"] as? String == "not_ready")
-    #expect(response.headers.first(name: "X-Request-Id") == "req-42")
   }
 
   @Test(.enabled(if: getuid() != 0, "root can write anywhere"))
