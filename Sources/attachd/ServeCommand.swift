@@ -41,6 +41,15 @@ enum ServeCommand {
     let application = Application(
       configuration: configuration, accessLog: AccessLog(sink: accessSink),
       eventLog: EventLog(sink: .standardError))
+    // A parent may have started us with SIGTERM/SIGINT blocked (threads of libdispatch block
+    // them, and posix_spawn passes the mask on); blocked, they would never start the drain.
+    // Unblock them before the server starts its threads, which inherit this mask.
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
+    sigaddset(&signals, SIGINT)
+    sigprocmask(SIG_UNBLOCK, &signals, nil)
+
     let server: Server
     do {
       server = try application.makeServer()
