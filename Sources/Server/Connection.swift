@@ -159,10 +159,7 @@ final class Connection {
         return (offset, false)
       }
       offset += step.consumed
-      guard let event = step.event else {
-        if step.consumed == 0 || offset == input.count { return (offset, true) }
-        continue
-      }
+      guard let event = step.event else { return (offset, true) }
       switch event {
       case .head(let head): handleHead(head)
       case .body(let range): handleBody(UnsafeRawBufferPointer(rebasing: rest[range]))
@@ -187,7 +184,9 @@ final class Connection {
     case .readBody(let consumer):
       self.consumer = consumer
       if machine.headDecided(head, readsBody: true, now: loop.now) == .readBody(sendContinue: true) {
-        output.append(ServerResponses.interimHead(status: 100, headers: [:]))
+        var interim: [UInt8] = []
+        HTTPResponseWriter.writeInterim(status: 100, into: &interim)
+        output.append(interim)
         flush()
       }
     }
@@ -243,17 +242,20 @@ final class Connection {
 
   /// An interim (1xx) response for request `sequence`, before its final one.
   func deliverInterim(status: Int, headers: HTTPHeaders, sequence: UInt64) {
-    guard !isClosed, sequence == self.sequence, (100...199).contains(status) else { return }
+    guard !isClosed, sequence == self.sequence, (100...199).contains(status), status != 101 else { return }
     switch machine.state {
     case .readingBody, .awaitingResponse:
-      output.append(ServerResponses.interimHead(status: status, headers: headers))
+      var interim: [UInt8] = []
+      HTTPResponseWriter.writeInterim(status: status, headers: headers, into: &interim)
+      output.append(interim)
       flush()
     default: break
     }
   }
 
   private func queueResponse(_ response: HTTPResponse) {
-    var response = response
+    // Only a final status can end the exchange; anything else is the handler's bug.
+    var response = (200...999).contains(response.status) ? response : ServerResponses.internalError
     var fileFD: Int32?
     if case .file(let path, _, _) = response.body, request?.isHead != true {
       do {
@@ -277,10 +279,12 @@ final class Connection {
     let id = request?.requestID ?? loop.requestID(for: HTTPRequestHead(method: "", target: "/"))
     headers.replaceOrAdd(name: "X-Request-Id", value: id)
     let length = response.body.count
-    output.append(
-      ServerResponses.head(
-        status: response.status, headers: headers, bodyLength: length, close: close,
-        date: loop.dates.current))
+    var head: [UInt8] = []
+    head.reserveCapacity(256)
+    HTTPResponseWriter.writeHead(
+      status: response.status, headers: headers, framing: .contentLength(Int(length)), keepAlive: !close,
+      date: loop.dates.now(), into: &head)
+    output.append(head)
     let sendsBody = request?.isHead != true && response.status != 204 && response.status != 304
     if sendsBody {
       switch response.body {

@@ -37,9 +37,11 @@ final class EventLoop: @unchecked Sendable {
   private var timers = TimerHeap<Connection>()
   private var readAgain: [Connection] = []
   private var draining = false
+  /// Out of file descriptors: the listener is off this loop's epoll set until then.
+  private var acceptPausedUntil: Instant?
   private var drainDeadline: Instant?
   private(set) var liveConnections = 0
-  let dates = DateCache()
+  var dates = HTTPDateCache()
   private var requestCounter: UInt64 = 0
   private let requestIDPrefix: String
 
@@ -86,6 +88,7 @@ final class EventLoop: @unchecked Sendable {
         runInbox()
         runReadAgain()
         fireTimers()
+        resumeAcceptingIfDue()
         if let drainDeadline, now >= drainDeadline {
           for connection in connections { connection?.close() }
         }
@@ -100,7 +103,9 @@ final class EventLoop: @unchecked Sendable {
   private func waitTimeout() -> Int32 {
     if !readAgain.isEmpty { return 0 }
     var deadline = timers.nextDeadline
-    if let drainDeadline { deadline = min(deadline ?? drainDeadline, drainDeadline) }
+    for extra in [drainDeadline, acceptPausedUntil] {
+      if let extra { deadline = min(deadline ?? extra, extra) }
+    }
     guard let deadline else { return -1 }
     let current = Instant.now()
     if deadline <= current { return 0 }
@@ -139,22 +144,39 @@ final class EventLoop: @unchecked Sendable {
           }
         }
       } catch {
-        // ECONNABORTED: that client is gone, try the next. EMFILE and friends: stop for now.
-        if error.errno == ECONNABORTED { continue }
+        // ECONNABORTED: that client is gone, try the next.
+        if error.errno == ECONNABORTED || error.errno == EPROTO { continue }
+        // EMFILE, ENFILE, ENOBUFS: the level-triggered listener would wake us in a tight
+        // loop, so step off it for a moment; pending clients wait in the backlog.
+        pauseAccepting()
         return
       }
       guard case .processed(let fd) = result else { return }
       guard server.reserveConnection() else {
-        Self.refuse(fd)
+        refuse(fd)
         continue
       }
       adopt(fd, remote: Self.describe(&address))
     }
   }
 
+  private func pauseAccepting() {
+    guard acceptPausedUntil == nil else { return }
+    try? System.epollControl(epollFD, EPOLL_CTL_DEL, server.listenFD, events: 0, data: 0)
+    acceptPausedUntil = now + .milliseconds(100)
+  }
+
+  private func resumeAcceptingIfDue() {
+    guard let until = acceptPausedUntil, now >= until, !draining else { return }
+    acceptPausedUntil = nil
+    let listenEvents = EPOLLIN.rawValue | EPOLLEXCLUSIVE.rawValue
+    try? System.epollControl(
+      epollFD, EPOLL_CTL_ADD, server.listenFD, events: listenEvents, data: Self.listenToken)
+  }
+
   /// Over the connection cap: a best-effort canned 503, then close.
-  private static func refuse(_ fd: Int32) {
-    ServerResponses.connectionLimit.withUnsafeBytes { _ = try? System.write(fd, $0) }
+  private func refuse(_ fd: Int32) {
+    ServerResponses.connectionLimit(date: dates.now()).withUnsafeBytes { _ = try? System.write(fd, $0) }
     try? System.close(fd)
   }
 
@@ -231,7 +253,10 @@ final class EventLoop: @unchecked Sendable {
     guard !draining else { return }
     draining = true
     drainDeadline = now + deadline
-    try? System.epollControl(epollFD, EPOLL_CTL_DEL, server.listenFD, events: 0, data: 0)
+    if acceptPausedUntil == nil {
+      try? System.epollControl(epollFD, EPOLL_CTL_DEL, server.listenFD, events: 0, data: 0)
+    }
+    acceptPausedUntil = nil
     server.loopLeftListener()
     for connection in connections { connection?.drain() }
   }

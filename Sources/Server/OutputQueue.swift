@@ -50,7 +50,9 @@ struct OutputQueue {
         advance(by: written)
         progress()
       case .file(let fd, var offset, let remaining):
-        guard case .processed(let sent) = try System.sendfile(socket, fd, offset: &offset, count: min(remaining, 1 << 20))
+        guard
+          case .processed(let sent) = try System.sendfile(
+            socket, fd, offset: &offset, count: min(remaining, 1 << 20))
         else { return .wouldBlock }
         // The file got shorter than announced: the response cannot be completed.
         if sent == 0 { throw SystemError(call: "sendfile", errno: EIO) }
@@ -92,12 +94,18 @@ struct OutputQueue {
     try a.withUnsafeBytes { ra in
       b.withUnsafeBytes { rb -> Result<IOResult<Int>, SystemError> in
         var vectors = (
-          iovec(iov_base: UnsafeMutableRawPointer(mutating: ra.baseAddress! + offsetA), iov_len: ra.count - offsetA),
-          iovec(iov_base: UnsafeMutableRawPointer(mutating: rb.baseAddress! + offsetB), iov_len: rb.count - offsetB)
+          iovec(
+            iov_base: UnsafeMutableRawPointer(mutating: ra.baseAddress! + offsetA),
+            iov_len: ra.count - offsetA),
+          iovec(
+            iov_base: UnsafeMutableRawPointer(mutating: rb.baseAddress! + offsetB),
+            iov_len: rb.count - offsetB)
         )
         return withUnsafeMutablePointer(to: &vectors) { p in
           p.withMemoryRebound(to: iovec.self, capacity: 2) { v in
-            Result { () throws(SystemError) in try System.writev(socket, UnsafeBufferPointer(start: v, count: 2)) }
+            Result { () throws(SystemError) in
+              try System.writev(socket, UnsafeBufferPointer(start: v, count: 2))
+            }
           }
         }
       }

@@ -42,7 +42,9 @@ extension Server {
     /// Throws when a value cannot work.
     public func validate() throws(ConfigurationError) {
       var addr = in_addr()
-      if inet_pton(AF_INET, host, &addr) != 1 { throw ConfigurationError("host \(host) is not an IPv4 address") }
+      if inet_pton(AF_INET, host, &addr) != 1 {
+        throw ConfigurationError("host \(host) is not an IPv4 address")
+      }
       guard (0...65535).contains(port) else { throw ConfigurationError("port \(port) out of range") }
       guard loopCount >= 1 else { throw ConfigurationError("loopCount must be ≥ 1") }
       guard workerThreads >= 1 else { throw ConfigurationError("workerThreads must be ≥ 1") }
@@ -59,7 +61,8 @@ extension Server {
     }
 
     var timeouts: ConnectionStateMachine.Timeouts {
-      .init(header: headerTimeout, bodyIdle: bodyIdleTimeout, keepAlive: keepAliveTimeout, write: writeTimeout)
+      .init(
+        header: headerTimeout, bodyIdle: bodyIdleTimeout, keepAlive: keepAliveTimeout, write: writeTimeout)
     }
   }
 

@@ -32,7 +32,8 @@ public final class Server: Sendable {
     self.handler = handler
     // Writes to a vanished client must fail with EPIPE, not kill the process.
     signal(SIGPIPE, SIG_IGN)
-    let fd = try System.socket(domain: AF_INET, type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+    let fd = try System.socket(
+      domain: AF_INET, type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
     do {
       let one: Int32 = 1
       try System.setsockopt(fd, level: SOL_SOCKET, option: SO_REUSEADDR, value: one)
@@ -99,7 +100,9 @@ public final class Server: Sendable {
     beginDrain()
     loopsFinished.wait()
     closeListener()
-    pool.shutdown()
+    // Connections are gone by now (the drain deadline closes stragglers); work still running
+    // on the pool has nobody to answer, so it is not waited for.
+    pool.shutdown(wait: false)
     loops.withLock { $0 = [] }
   }
 

@@ -53,15 +53,17 @@ public final class WorkerPool: Sendable {
     return accepted
   }
 
-  /// Lets queued work finish, then stops the threads and waits for them.
-  public func shutdown() {
+  /// Refuses new work; the threads leave once the queue is empty. With `wait`, blocks until
+  /// they have (without, a stuck job cannot hold up the caller, e.g. `Server.run()` past its
+  /// drain deadline).
+  public func shutdown(wait: Bool = true) {
     let alreadyStopping = state.withLock { state -> Bool in
       defer { state.stopping = true }
       return state.stopping
     }
     guard !alreadyStopping else { return }
     for _ in 0..<threadCount { available.signal() }
-    finished.wait()
+    if wait { finished.wait() }
   }
 
   private func workLoop() {

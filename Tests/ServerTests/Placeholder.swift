@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct ServerTestsPlaceholder {
-  @Test func moduleBuilds() { #expect(Bool(true)) }
-}

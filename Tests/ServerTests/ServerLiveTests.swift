@@ -1,0 +1,319 @@
+import Dispatch
+import Foundation
+import Glibc
+import HTTP
+import Server
+import Synchronization
+import Testing
+
+/// The server on real sockets on 127.0.0.1, driven by raw client sockets. Every read has a
+/// receive timeout and every wait a bound.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ServerLiveTests {
+  @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    for i in 0..<5 {
+      try client.send("GET /hello?i=\(i) HTTP/1.1\r\nHost: t\r\n\r\n")
+      let response = try client.readResponse()
+      #expect(response.status == 200)
+      #expect(response.text == "hello")
+      #expect(response.header("Connection") == "keep-alive")
+      #expect(response.header("Date") != nil)
+    }
+    #expect(live.server.connectionCount == 1)
+  }
+
+  @Test func pipelinedRequestsGetTheirResponsesInOrder() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    // The middle request is answered late from the worker pool; order must still hold.
+    try client.send(
+      "GET /hello HTTP/1.1\r\nHost: t\r\nX-Request-Id: one\r\n\r\n"
+        + "POST /slow?ms=150 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nX-Request-Id: two\r\n\r\nabc"
+        + "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nX-Request-Id: three\r\n\r\nhi")
+    let responses = try (0..<3).map { _ in try client.readResponse() }
+    #expect(responses.map(\.text) == ["hello", "slow", "len=2 sum=209"])
+    #expect(responses.map { $0.header("X-Request-Id") } == ["one", "two", "three"])
+  }
+
+  @Test func aChunkedUploadWithATrailerReachesTheConsumer() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+    try client.send("5;ext=1\r\nhello\r\n")
+    usleep(20_000)
+    try client.send("6\r\n world\r\n0\r\nChecksum: abc123\r\n\r\n")
+    let response = try client.readResponse()
+    #expect(response.status == 200)
+    let expectedSum = Array("hello world".utf8).reduce(0) { $0 + Int($1) }
+    #expect(response.text == "len=11 sum=\(expectedSum)")
+    #expect(response.header("X-Trailer-Checksum") == "abc123")
+  }
+
+  @Test func expectContinueGets100ThenTheFinalResponse() throws {
+    let recorder = Recorder()
+    let live = try LiveServer(handler: TestHandler(recorder: recorder))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
+    let interim = try client.readResponse()
+    #expect(interim.status == 100)
+    try client.send("abcd")
+    let final = try client.readResponse()
+    #expect(final.status == 200)
+    #expect(final.text == "len=4 sum=394")
+  }
+
+  @Test(arguments: [
+    ("/limited", "Content-Length: 5000\r\n", 413),
+    ("/auth", "Content-Length: 10\r\n", 401),
+  ])
+  func aRefusedExpectContinueGetsNo100AndTheBodyIsNeverRead(path: String, length: String, status: Int) throws
+  {
+    let recorder = Recorder()
+    let live = try LiveServer(handler: TestHandler(recorder: recorder))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("POST \(path) HTTP/1.1\r\nHost: t\r\n\(length)Expect: 100-continue\r\n\r\n")
+    let response = try client.readResponse()
+    #expect(response.status == status)
+    #expect(response.header("Connection") == "close")
+    #expect(client.waitForClose())
+    #expect(client.unread.isEmpty)
+    #expect(
+      !recorder.all.contains { $0.hasPrefix("consumer") || $0.hasPrefix("end") || $0.hasPrefix("aborted") })
+  }
+
+  @Test func aTooLargeContentLengthGets413BeforeAnyBodyIsSent() throws {
+    let recorder = Recorder()
+    let live = try LiveServer(handler: TestHandler(recorder: recorder))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    // Only the head: the answer must not wait for 10 MB that never comes.
+    try client.send("POST /limited HTTP/1.1\r\nHost: t\r\nContent-Length: 10000000\r\n\r\n")
+    let response = try client.readResponse()
+    #expect(response.status == 413)
+    #expect(response.header("Connection") == "close")
+    #expect(client.waitForClose())
+    #expect(!recorder.all.contains { $0.hasPrefix("consumer") })
+  }
+
+  @Test func aHugeHeaderBlockGets431() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    let filler = (0..<90).map { "X-Filler-\($0): \(String(repeating: "a", count: 1000))\r\n" }.joined()
+    try? client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\(filler)\r\n")
+    let response = try client.readResponse()
+    #expect(response.status == 431)
+    #expect(response.header("Content-Type") == "application/problem+json")
+    #expect(response.text.contains("\"status\":431"))
+    #expect(client.waitForClose())
+  }
+
+  @Test func aMalformedRequestGets400AndClose() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+    let response = try client.readResponse()
+    #expect(response.status == 400)
+    #expect(client.waitForClose())
+  }
+
+  @Test func aSlowHeadIsEvictedWith408WithinTheHeaderTimeout() throws {
+    let live = try LiveServer({ $0.headerTimeout = .milliseconds(300) }, handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    let start = Date()
+    try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n")
+    let response = try client.readResponse()
+    let elapsed = Date().timeIntervalSince(start)
+    #expect(response.status == 408)
+    #expect(client.waitForClose())
+    #expect(elapsed >= 0.25 && elapsed < 2, "evicted after \(elapsed) s")
+  }
+
+  @Test func anIdleKeptAliveConnectionIsClosed() throws {
+    let live = try LiveServer({ $0.keepAliveTimeout = .milliseconds(200) }, handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(try client.readResponse().status == 200)
+    #expect(client.waitForClose())
+    #expect(client.unread.isEmpty)
+  }
+
+  @Test func aClientGoneMidBodyAbortsTheConsumerWithTheBytesReceived() throws {
+    let recorder = Recorder()
+    let live = try LiveServer(handler: TestHandler(recorder: recorder))
+    defer { live.stop() }
+    do {
+      let client = try RawClient(port: live.port)
+      try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n")
+      try client.send([UInt8](repeating: 7, count: 300))
+      #expect(recorder.wait { $0.contains("consumer /echo") })
+      usleep(50_000)
+    }
+    #expect(recorder.wait { $0.contains("aborted 300") }, "\(recorder.all)")
+    #expect(!recorder.all.contains { $0.hasPrefix("end") })
+  }
+
+  @Test func aStalledBodyTimesOutWith408AndAbortsTheConsumer() throws {
+    let recorder = Recorder()
+    let live = try LiveServer(
+      { $0.bodyIdleTimeout = .milliseconds(300) }, handler: TestHandler(recorder: recorder))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n0123456789")
+    let response = try client.readResponse()
+    #expect(response.status == 408)
+    #expect(recorder.all.contains("aborted 10"))
+    #expect(client.waitForClose())
+  }
+
+  @Test func aSaturatedWorkerPoolAnswers503WithRetryAfter() throws {
+    let gate = DispatchSemaphore(value: 0)
+    let live = try LiveServer(
+      {
+        $0.workerThreads = 1
+        $0.workerQueueLength = 1
+      }, handler: TestHandler(gate: gate))
+    defer { live.stop() }
+    // One request runs, one waits in the queue …
+    let running = try RawClient(port: live.port)
+    try running.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
+    let queued = try RawClient(port: live.port)
+    #expect(Self.waitFor { live.server.pool.inFlight == 1 })
+    try queued.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(Self.waitFor { live.server.pool.inFlight == 2 })
+    // … and the third is refused at once.
+    let refused = try RawClient(port: live.port)
+    try refused.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
+    let response = try refused.readResponse()
+    #expect(response.status == 503)
+    #expect(response.header("Retry-After") == "1")
+    #expect(response.header("Content-Type") == "application/problem+json")
+    gate.signal()
+    gate.signal()
+    #expect(try running.readResponse().text == "released")
+    #expect(try queued.readResponse().text == "released")
+  }
+
+  @Test func gracefulDrainFinishesInFlightRequestsAndRefusesNewConnections() throws {
+    let live = try LiveServer(handler: TestHandler())
+    let idle = try RawClient(port: live.port)
+    let busy = try RawClient(port: live.port)
+    try busy.send("GET /slow?ms=600 HTTP/1.1\r\nHost: t\r\n\r\n")
+    usleep(100_000)
+    live.server.shutdown()
+    #expect(Self.waitFor { live.server.isDraining })
+    // The idle connection is closed, and new connections are refused …
+    #expect(idle.waitForClose())
+    #expect(Self.waitFor { (try? RawClient(port: live.port)) == nil })
+    // … while the in-flight request still gets its whole answer.
+    let response = try busy.readResponse()
+    #expect(response.status == 200)
+    #expect(response.text == "slow")
+    #expect(response.header("Connection") == "close")
+    #expect(live.waitForReturn(timeout: 5))
+  }
+
+  @Test func theDrainDeadlineCutsOffRequestsThatTakeTooLong() throws {
+    let recorder = Recorder()
+    let live = try LiveServer(
+      { $0.drainDeadline = .milliseconds(200) }, handler: TestHandler(recorder: recorder))
+    let client = try RawClient(port: live.port)
+    try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n12345")
+    #expect(recorder.wait { $0.contains("consumer /echo") })
+    let start = Date()
+    live.server.shutdown()
+    #expect(live.waitForReturn(timeout: 5))
+    #expect(Date().timeIntervalSince(start) < 3)
+    #expect(recorder.all.contains("aborted 5"))
+  }
+
+  @Test func aStuckWorkerJobDoesNotHoldRunPastTheDrainDeadline() throws {
+    let gate = DispatchSemaphore(value: 0)
+    defer { gate.signal() }
+    let live = try LiveServer({ $0.drainDeadline = .milliseconds(200) }, handler: TestHandler(gate: gate))
+    let client = try RawClient(port: live.port)
+    try client.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(Self.waitFor { live.server.pool.inFlight == 1 })
+    live.server.shutdown()
+    #expect(live.waitForReturn(timeout: 3))
+    #expect(client.waitForClose())
+  }
+
+  @Test func connectionsOverTheCapGet503AndAreClosed() throws {
+    let live = try LiveServer({ $0.maxConnections = 2 }, handler: TestHandler())
+    defer { live.stop() }
+    let first = try RawClient(port: live.port)
+    let second = try RawClient(port: live.port)
+    for client in [first, second] {
+      try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+      #expect(try client.readResponse().status == 200)
+    }
+    let third = try RawClient(port: live.port)
+    let response = try third.readResponse()
+    #expect(response.status == 503)
+    #expect(third.waitForClose())
+    #expect(live.server.connectionCount == 2)
+    // Room again once one leaves.
+    _ = consume first
+    #expect(Self.waitFor { live.server.connectionCount == 1 })
+    let fourth = try RawClient(port: live.port)
+    try fourth.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(try fourth.readResponse().status == 200)
+  }
+
+  @Test func interimResponsesPrecedeTheFinalOne() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("POST /interim HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
+    let interim = try client.readResponse()
+    #expect(interim.status == 104)
+    #expect(interim.header("Upload-Draft-Interop-Version") == "6")
+    #expect(try client.readResponse().text == "final")
+  }
+
+  @Test func requestIDsAreHonouredOrGeneratedAndTheAccessLogSeesEachRequest() throws {
+    let entries = Mutex<[AccessLogEntry]>([])
+    let live = try LiveServer(
+      { $0.accessLog = { entry in entries.withLock { $0.append(entry) } } }, handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nX-Request-Id: abc.DEF-1_2\r\nContent-Length: 3\r\n\r\nxyz")
+    #expect(try client.readResponse().header("X-Request-Id") == "abc.DEF-1_2")
+    try client.send("HEAD /hello?secret=1 HTTP/1.1\r\nHost: t\r\nX-Request-Id: bad id!\r\n\r\n")
+    let head = try client.readResponse(forHead: true)
+    let generated = try #require(head.header("X-Request-Id"))
+    #expect(generated != "bad id!" && !generated.isEmpty)
+    #expect(head.header("Content-Length") == "5")
+    #expect(Self.waitFor { entries.withLock { $0.count } == 2 })
+    let logged = entries.withLock { $0 }
+    #expect(logged.map(\.method) == ["POST", "HEAD"])
+    #expect(logged.map(\.path) == ["/echo", "/hello"])
+    #expect(logged.map(\.status) == [200, 200])
+    #expect(logged.map(\.bytesIn) == [3, 0])
+    #expect(logged.map(\.bytesOut) == [13, 0])
+    #expect(logged.map(\.requestID) == ["abc.DEF-1_2", generated])
+    #expect(logged[0].remoteAddress.hasPrefix("127.0.0.1:"))
+  }
+
+  static func waitFor(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      if condition() { return true }
+      usleep(10_000)
+    }
+    return condition()
+  }
+}
