@@ -17,9 +17,9 @@ extension Application.ServerOptions {
     config.keepAliveTimeout = Self.duration(keepAliveTimeout)
     config.writeTimeout = Self.duration(writeTimeout)
     config.drainDeadline = Self.duration(drainDeadline)
+    config.parserLimits.maxRequestLineBytes = maxRequestLineBytes
     config.parserLimits.maxHeaderBytes = maxHeaderBytes
-    // FIXME(merge): the server still runs its stand-in parser, whose limits lack these two;
-    // map maxRequestLineBytes and maxHeaderFields once it uses HTTP.HTTPRequestParser.
+    config.parserLimits.maxHeaderFields = maxHeaderFields
     config.listenBacklog = Int32(clamping: listenBacklog)
     return config
   }

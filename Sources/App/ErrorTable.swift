@@ -30,7 +30,35 @@ public enum ErrorTable {
   public static func publicError(for error: any Error) -> PublicError {
     switch error {
     case let error as AppError: publicError(for: error)
+    case let error as HTTPParserError: publicError(for: error)
+    case let error as MultipartError: publicError(for: error)
     default: internalError
+    }
+  }
+
+  // The server answers parser errors it meets before a handler runs with the same status and
+  // code (Sources/Server/ServerResponses.swift); these rows serve errors the App meets itself.
+  static func publicError(for error: HTTPParserError) -> PublicError {
+    switch error.status {
+    case 414: PublicError(status: 414, code: "uri_too_long", title: "Request line too long")
+    case 431: PublicError(status: 431, code: "header_too_large", title: "Request header fields too large")
+    case 501: PublicError(status: 501, code: "not_implemented", title: "Transfer coding not supported")
+    case 505:
+      PublicError(status: 505, code: "http_version_not_supported", title: "HTTP version not supported")
+    default: PublicError(status: 400, code: "malformed_request", title: "Malformed request")
+    }
+  }
+
+  static func publicError(for error: MultipartError) -> PublicError {
+    switch error.kind {
+    case .partTooLarge, .bodyTooLarge:
+      PublicError(status: 413, code: "payload_too_large", title: "Upload too large")
+    case .tooManyParts:
+      PublicError(status: 413, code: "too_many_parts", title: "Too many parts in the upload")
+    case .partHeaderTooLarge, .tooManyPartHeaderFields:
+      PublicError(status: 431, code: "part_header_too_large", title: "Part header too large")
+    case .invalidBoundary, .invalidDelimiter, .invalidPartHeader, .missingFinalBoundary:
+      PublicError(status: 400, code: "malformed_multipart", title: "Malformed multipart body")
     }
   }
 
@@ -54,7 +82,7 @@ public enum ErrorTable {
   }
 
   /// The row for errors no other row claims.
-  public static let internalError = PublicError(status: 500, code: "internal", title: "Internal error")
+  public static let internalError = PublicError(status: 500, code: "internal_error", title: "Internal error")
 
   /// The problem+json response for `error`. Errors that are not the client's doing (5xx and
   /// unknown errors) are logged with their full description and the request id.
@@ -66,17 +94,14 @@ public enum ErrorTable {
     return problemResponse(entry, requestID: requestID)
   }
 
-  /// An `application/problem+json` (RFC 9457) response for a table row.
+  /// An `application/problem+json` (RFC 9457) response for a table row; the request id is
+  /// the problem's `instance`.
   public static func problemResponse(_ entry: PublicError, requestID: String) -> HTTPResponse {
-    var body = JSONText(capacity: 160)
-    body.field("type", "about:blank")
-    body.field("title", entry.title)
-    body.field("status", entry.status)
-    body.field("code", entry.code)
-    body.field("request_id", requestID)
+    let problem = ProblemDetails(
+      status: entry.status, code: entry.code, title: entry.title, instance: requestID)
     var headers = entry.headers
-    headers.add(name: "Content-Type", value: "application/problem+json")
+    headers.add(name: "Content-Type", value: ProblemDetails.contentType)
     headers.add(name: "Cache-Control", value: "no-store")
-    return HTTPResponse(status: entry.status, headers: headers, body: .bytes(body.finish(newline: true)))
+    return HTTPResponse(status: entry.status, headers: headers, body: .bytes(problem.json))
   }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Server
 import Testing
 
 @testable import App
@@ -174,5 +175,51 @@ import Testing
       #expect(key.environment.hasPrefix("ATTACHD_"))
       #expect(ConfigurationKey.named(key.path) != nil)
     }
+  }
+}
+
+@Suite struct ServerOptionsMappingTests {
+  @Test func everyServerSettingReachesTheServerConfiguration() throws {
+    var options = Application.ServerOptions()
+    options.host = "0.0.0.0"
+    options.port = 9999
+    options.eventLoops = 3
+    options.workerThreads = 5
+    options.workerQueueLength = 7
+    options.maxConnections = 11
+    options.headerTimeout = 1.5
+    options.bodyIdleTimeout = 2
+    options.keepAliveTimeout = 3
+    options.writeTimeout = 4
+    options.drainDeadline = 0
+    options.maxRequestLineBytes = 1000
+    options.maxHeaderBytes = 2000
+    options.maxHeaderFields = 30
+    options.listenBacklog = 40
+    try options.validate()
+    let config = options.serverConfiguration()
+    try config.validate()
+    #expect(config.host == "0.0.0.0")
+    #expect(config.port == 9999)
+    #expect(config.loopCount == 3)
+    #expect(config.workerThreads == 5)
+    #expect(config.workerQueueLength == 7)
+    #expect(config.maxConnections == 11)
+    #expect(config.headerTimeout == .milliseconds(1500))
+    #expect(config.bodyIdleTimeout == .seconds(2))
+    #expect(config.keepAliveTimeout == .seconds(3))
+    #expect(config.writeTimeout == .seconds(4))
+    #expect(config.drainDeadline == .zero)
+    #expect(config.parserLimits.maxRequestLineBytes == 1000)
+    #expect(config.parserLimits.maxHeaderBytes == 2000)
+    #expect(config.parserLimits.maxHeaderFields == 30)
+    #expect(config.listenBacklog == 40)
+  }
+
+  @Test func zeroThreadsKeepTheServersOnePerCoreDefault() {
+    let config = Application.ServerOptions().serverConfiguration()
+    #expect(config.loopCount == Server.Configuration().loopCount)
+    #expect(config.workerThreads == Server.Configuration().workerThreads)
+    #expect(config.loopCount >= 1)
   }
 }

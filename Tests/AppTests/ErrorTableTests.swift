@@ -42,7 +42,46 @@ import Testing
     let logged = try String(contentsOfFile: logPath, encoding: .utf8)
     #expect(logged.contains("tjDecompress2"))
     #expect(logged.contains(#""request_id":"req-1""#))
-    #expect(logged.contains(#""code":"internal""#))
+    #expect(logged.contains(#""code":"internal_error""#))
+  }
+
+  @Test(arguments: HTTPParserError.Kind.allCases)
+  func parserErrorsKeepTheStatusTheParserNames(kind: HTTPParserError.Kind) {
+    let error = HTTPParserError(kind)
+    let entry = ErrorTable.publicError(for: error)
+    #expect(entry.status == error.status)
+    #expect(!entry.code.isEmpty)
+  }
+
+  @Test(arguments: [
+    (MultipartError.Kind.partTooLarge, 413, "payload_too_large"),
+    (.bodyTooLarge, 413, "payload_too_large"),
+    (.tooManyParts, 413, "too_many_parts"),
+    (.partHeaderTooLarge, 431, "part_header_too_large"),
+    (.missingFinalBoundary, 400, "malformed_multipart"),
+    (.invalidBoundary, 400, "malformed_multipart"),
+  ])
+  func multipartErrorsMapToTheirStatusAndCode(kind: MultipartError.Kind, status: Int, code: String) {
+    let entry = ErrorTable.publicError(for: MultipartError(kind))
+    #expect(entry.status == status)
+    #expect(entry.code == code)
+  }
+
+  @Test func everyTableRowHasADistinctMeaningPerCode() {
+    // One code must never mean two statuses: clients switch on it.
+    var statusByCode: [String: Int] = [:]
+    let errors: [any Error] =
+      HTTPParserError.Kind.allCases.map { HTTPParserError($0) as any Error }
+      + MultipartError.Kind.allCases.map { MultipartError($0) as any Error }
+      + [
+        AppError.notFound, AppError.methodNotAllowed(allow: []), AppError.draining,
+        AppError.notReady(reason: ""),
+      ]
+    for error in errors {
+      let entry = ErrorTable.publicError(for: error)
+      #expect(statusByCode[entry.code, default: entry.status] == entry.status, "\(entry.code)")
+      statusByCode[entry.code] = entry.status
+    }
   }
 
   @Test func problemBodiesAreProblemJSONWithAStableCode() throws {
@@ -56,6 +95,6 @@ import Testing
     #expect(object["status"] as? Int == 404)
     #expect(object["code"] as? String == "not_found")
     #expect(object["title"] as? String == "Not found")
-    #expect(object["request_id"] as? String == "abc\"1")
+    #expect(object["instance"] as? String == "abc\"1")
   }
 }
