@@ -40,6 +40,9 @@ public final class AccessLog: Sendable {
 
   public init(sink: LogSink) { self.sink = sink }
 
+  /// Writes out every queued line (at shutdown).
+  public func flush() { sink.flush() }
+
   /// Writes one line for a request the server finished (the server's access-log hook).
   public func record(_ entry: AccessLogEntry) {
     guard !sink.isOff else { return }

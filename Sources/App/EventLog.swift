@@ -4,6 +4,9 @@ public final class EventLog: Sendable {
 
   public init(sink: LogSink) { self.sink = sink }
 
+  /// Writes out every queued line (at shutdown).
+  public func flush() { sink.flush() }
+
   /// An informational event.
   public func info(_ message: String, fields: [(String, String)] = []) {
     write(level: "info", message: message, fields: fields)

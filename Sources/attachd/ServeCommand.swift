@@ -64,10 +64,14 @@ enum ServeCommand {
         ("address", "\(configuration.server.host):\(server.localPort)"),
         ("data_dir", configuration.storage.dataDirectory), ("version", Application.version),
       ])
+    defer {
+      application.accessLog.flush()
+      application.eventLog.flush()
+    }
     do {
       try server.run()
     } catch {
-      CLI.printError("attachd serve: \(error)")
+      application.eventLog.warning("server failed", fields: [("detail", String(describing: error))])
       return 1
     }
     application.eventLog.info("stopped")

@@ -61,6 +61,7 @@ import Testing
     let log = AccessLog(sink: try LogSink(appendingTo: path))
     log.record(entry(target: "/healthz"))
     log.record(entry(target: "/readyz"))
+    log.flush()
     let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
     #expect(lines.count == 2)
     let object = try parse(Array((lines[0] + "\n").utf8))

@@ -39,6 +39,7 @@ import Testing
     let text = String(decoding: body, as: UTF8.self)
     #expect(!text.contains("tjDecompress2"))
     #expect(!text.contains("IMG_0001"))
+    log.flush()
     let logged = try String(contentsOfFile: logPath, encoding: .utf8)
     #expect(logged.contains("tjDecompress2"))
     #expect(logged.contains(#""request_id":"req-1""#))
