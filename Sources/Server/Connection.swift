@@ -92,7 +92,12 @@ final class Connection {
       loop.rearm(self)
     }
     var reads = 0
-    while !isClosed && !machine.readingPaused {
+    while !isClosed && machine.inputMode != .paused {
+      if machine.inputMode == .discard {
+        pending = []
+        discardInput()
+        return
+      }
       if !pending.isEmpty && !pendingNeedsMore {
         let (consumed, needsMore) = pending.withUnsafeBytes { parse($0) }
         if isClosed { return }
@@ -271,13 +276,17 @@ final class Connection {
   /// Protocol errors and timeouts: the body is not read further and the connection closes.
   private func sendError(_ response: HTTPResponse) {
     machine.errorResponseQueued(now: loop.now)
+    if request == nil {
+      // No head was parsed (400, 408, 431 …): still one line in the access log.
+      let id = loop.requestID(for: HTTPRequestHead(method: "", target: "/"))
+      request = RequestInfo(method: "-", path: "-", requestID: id, start: loop.now, isHead: false)
+    }
     writeResponse(response, fileFD: nil, close: true)
   }
 
   private func writeResponse(_ response: HTTPResponse, fileFD: Int32?, close: Bool) {
     var headers = response.headers
-    let id = request?.requestID ?? loop.requestID(for: HTTPRequestHead(method: "", target: "/"))
-    headers.replaceOrAdd(name: "X-Request-Id", value: id)
+    if let id = request?.requestID { headers.replaceOrAdd(name: "X-Request-Id", value: id) }
     let length = response.body.count
     var head: [UInt8] = []
     head.reserveCapacity(256)
@@ -312,8 +321,35 @@ final class Connection {
     logRequest()
     switch machine.responseFlushed(now: loop.now) {
     case .close: close()
+    case .lingerThenClose:
+      // FIN after the answer; the client's remaining bytes are read and dropped, not reset.
+      try? System.shutdown(fd, how: Int32(SHUT_WR))
+      maybeReadable = true
+      pump()
     case .readNextRequest: pump()
     }
+  }
+
+  /// Lingering close: read and drop input until EOF (then close) or the socket is empty.
+  private func discardInput() {
+    for _ in 0..<EventLoop.readsPerWakeup {
+      let result: IOResult<Int>
+      do {
+        result = try System.read(fd, loop.scratch)
+      } catch {
+        close()
+        return
+      }
+      guard case .processed(let count) = result else {
+        maybeReadable = false
+        return
+      }
+      if count == 0 {
+        close()
+        return
+      }
+    }
+    loop.scheduleReadAgain(self)
   }
 
   private func logRequest() {

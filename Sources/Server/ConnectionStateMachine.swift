@@ -18,6 +18,10 @@ struct ConnectionStateMachine {
     var keepAlive: Duration
     /// The longest time a response write may make no progress (client not reading) → close.
     var write: Duration
+    /// After an answer that left input unread: how long to keep reading (and discarding) it
+    /// before closing, so the client's late bytes do not turn into a reset that destroys the
+    /// answer in its receive buffer (RFC 9112 §9.6, nginx's lingering close).
+    var linger: Duration
   }
 
   enum State: Equatable {
@@ -31,6 +35,8 @@ struct ConnectionStateMachine {
     case awaitingResponse(received: UInt64)
     /// The response is queued and being written. Reading is paused.
     case writing(lastProgress: Instant)
+    /// Our side is shut down for writing; input is read and dropped until EOF or the deadline.
+    case lingering(since: Instant)
     case closed
   }
 
@@ -43,6 +49,8 @@ struct ConnectionStateMachine {
 
   enum FlushAction: Equatable {
     case close
+    /// Shut down writing, discard input until the client closes or `linger` passes, then close.
+    case lingerThenClose
     /// Go on with the next (possibly already buffered) request.
     case readNextRequest
   }
@@ -76,19 +84,33 @@ struct ConnectionStateMachine {
   private(set) var closeAfterResponse = false
   /// The server is shutting down: no new request starts on this connection.
   private(set) var draining = false
+  /// Input may still be on its way when we close (an unread body, a refused request).
+  private(set) var lingerOnClose = false
 
   init(timeouts: Timeouts, now: Instant) {
     self.timeouts = timeouts
     self.state = .readingHead(since: now, bytesSeen: false)
   }
 
-  /// Input is not processed while the current response is pending (backpressure).
-  var readingPaused: Bool {
+  /// What to do with input.
+  enum InputMode: Equatable {
+    /// Parse it as requests.
+    case parse
+    /// Leave it in the socket while the current response is pending (backpressure).
+    case paused
+    /// Read and drop it (lingering close).
+    case discard
+  }
+
+  var inputMode: InputMode {
     switch state {
-    case .awaitingResponse, .writing, .closed: true
-    case .idle, .readingHead, .readingBody: false
+    case .idle, .readingHead, .readingBody: .parse
+    case .awaitingResponse, .writing, .closed: .paused
+    case .lingering: .discard
     }
   }
+
+  var readingPaused: Bool { inputMode != .parse }
 
   /// Body bytes received for the current request so far.
   var bodyBytesReceived: UInt64 {
@@ -105,6 +127,7 @@ struct ConnectionStateMachine {
     case .readingHead(let since, _): since + timeouts.header
     case .readingBody(let last, _): last + timeouts.bodyIdle
     case .writing(let last): last + timeouts.write
+    case .lingering(let since): since + timeouts.linger
     case .awaitingResponse, .closed: nil
     }
   }
@@ -130,7 +153,10 @@ struct ConnectionStateMachine {
     if !head.keepAlive { closeAfterResponse = true }
     guard readsBody else {
       // The unread body is still in the pipe: the only safe way on is to close after answering.
-      if bodyAnnounced { closeAfterResponse = true }
+      if bodyAnnounced {
+        closeAfterResponse = true
+        lingerOnClose = true
+      }
       state = .awaitingResponse(received: 0)
       return .respond
     }
@@ -155,13 +181,17 @@ struct ConnectionStateMachine {
   mutating func bodyRejected() {
     guard case .readingBody(_, let received) = state else { return }
     closeAfterResponse = true
+    lingerOnClose = true
     state = .awaitingResponse(received: received)
   }
 
   /// The final response is being queued. Returns whether it must say `Connection: close`.
   mutating func responseQueued(now: Instant) -> Bool {
     if draining { closeAfterResponse = true }
-    if case .readingBody = state { closeAfterResponse = true }
+    if case .readingBody = state {
+      closeAfterResponse = true
+      lingerOnClose = true
+    }
     state = .writing(lastProgress: now)
     return closeAfterResponse
   }
@@ -169,6 +199,8 @@ struct ConnectionStateMachine {
   /// A protocol error or timeout answer (400, 408, 431 …) is being queued; it always closes.
   mutating func errorResponseQueued(now: Instant) {
     closeAfterResponse = true
+    // Whatever the client sent after the bad or late part is still coming.
+    if case .closed = state {} else { lingerOnClose = true }
     state = .writing(lastProgress: now)
   }
 
@@ -181,6 +213,10 @@ struct ConnectionStateMachine {
   mutating func responseFlushed(now: Instant) -> FlushAction {
     guard case .writing = state else { return closeAfterResponse ? .close : .readNextRequest }
     if closeAfterResponse || draining {
+      if lingerOnClose {
+        state = .lingering(since: now)
+        return .lingerThenClose
+      }
       state = .closed
       return .close
     }
@@ -203,7 +239,7 @@ struct ConnectionStateMachine {
       return .requestTimeout
     case .readingBody(_, let received):
       return .abortBody(received: received)
-    case .writing:
+    case .writing, .lingering:
       state = .closed
       return .close
     case .awaitingResponse, .closed:
@@ -213,8 +249,9 @@ struct ConnectionStateMachine {
 
   /// The client closed its side (EOF) or the connection failed on read.
   mutating func peerClosed() -> PeerClosedAction {
+    lingerOnClose = false
     switch state {
-    case .idle, .readingHead, .closed:
+    case .idle, .readingHead, .lingering, .closed:
       state = .closed
       return .close
     case .readingBody(_, let received):
@@ -230,7 +267,7 @@ struct ConnectionStateMachine {
   mutating func drain() -> DrainAction {
     draining = true
     switch state {
-    case .idle, .readingHead(_, bytesSeen: false), .closed:
+    case .idle, .readingHead(_, bytesSeen: false), .lingering, .closed:
       state = .closed
       return .close
     case .readingHead, .readingBody, .awaitingResponse, .writing:

@@ -24,6 +24,9 @@ extension Server {
     public var keepAliveTimeout: Duration = .seconds(15)
     /// Longest time a response write may make no progress before the connection is dropped.
     public var writeTimeout: Duration = .seconds(30)
+    /// After an answer that left request bytes unread (413 before the body, 408, 400): how long
+    /// to read and drop what the client still sends before closing (lingering close).
+    public var lingerTimeout: Duration = .seconds(2)
     /// On shutdown, in-flight requests get this long before their connections are closed.
     public var drainDeadline: Duration = .seconds(10)
     /// Request parser limits (header block size, field count …).
@@ -53,6 +56,7 @@ extension Server {
       for (name, value) in [
         ("headerTimeout", headerTimeout), ("bodyIdleTimeout", bodyIdleTimeout),
         ("keepAliveTimeout", keepAliveTimeout), ("writeTimeout", writeTimeout),
+        ("lingerTimeout", lingerTimeout),
       ] where value <= .zero {
         throw ConfigurationError("\(name) must be positive")
       }
@@ -62,7 +66,8 @@ extension Server {
 
     var timeouts: ConnectionStateMachine.Timeouts {
       .init(
-        header: headerTimeout, bodyIdle: bodyIdleTimeout, keepAlive: keepAliveTimeout, write: writeTimeout)
+        header: headerTimeout, bodyIdle: bodyIdleTimeout, keepAlive: keepAliveTimeout, write: writeTimeout,
+        linger: lingerTimeout)
     }
   }
 

@@ -31,7 +31,7 @@ public final class Server: Sendable {
     self.configuration = configuration
     self.handler = handler
     // Writes to a vanished client must fail with EPIPE, not kill the process.
-    signal(SIGPIPE, SIG_IGN)
+    System.ignoreSIGPIPE()
     let fd = try System.socket(
       domain: AF_INET, type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
     do {
@@ -159,21 +159,17 @@ enum SignalRelay {
       guard let (readFD, writeFD) = try? System.pipe() else { return }
       signalWriteFD.store(writeFD, ordering: .releasing)
       for signo in [SIGTERM, SIGINT] {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { signo in
+        try? System.setSignalHandler(signo) { signo in
+          // Only write(2) here: it is async-signal-safe; the relay thread does the rest.
           var byte = UInt8(truncatingIfNeeded: signo)
           _ = Glibc.write(signalWriteFD.load(ordering: .relaxed), &byte, 1)
         }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = SA_RESTART
-        sigaction(signo, &action, nil)
       }
       let thread = Thread {
         var byte: UInt8 = 0
         while true {
-          let n = Glibc.read(readFD, &byte, 1)
-          if n < 0 && errno == EINTR { continue }
-          if n <= 0 { return }
+          let result = try? withUnsafeMutableBytes(of: &byte) { try System.read(readFD, $0) }
+          guard case .processed(let n) = result, n > 0 else { return }
           for server in servers.withLock({ Array($0.values) }) { server.shutdown() }
         }
       }
@@ -181,6 +177,9 @@ enum SignalRelay {
       thread.start()
     }
   }
+
+  /// The servers a signal would shut down now.
+  static var registered: [ObjectIdentifier] { servers.withLock { Array($0.keys) } }
 
   static func unregister(_ server: Server) {
     _ = servers.withLock { $0.removeValue(forKey: ObjectIdentifier(server)) }

@@ -184,4 +184,21 @@ enum System {
     if Glibc.errno == EINTR { return 0 }
     throw SystemError(call: "poll", errno: Glibc.errno)
   }
+
+  // MARK: Signals
+
+  /// Makes writes to a vanished peer fail with EPIPE instead of killing the process.
+  static func ignoreSIGPIPE() {
+    signal(SIGPIPE, SIG_IGN)
+  }
+
+  /// Installs `handler` (a C function: async-signal-safe work only) for `signo`.
+  static func setSignalHandler(_ signo: Int32, _ handler: @convention(c) (Int32) -> Void) throws(SystemError)
+  {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = handler
+    sigemptyset(&action.sa_mask)
+    action.sa_flags = SA_RESTART
+    _ = try blocking("sigaction") { sigaction(signo, &action, nil) }
+  }
 }

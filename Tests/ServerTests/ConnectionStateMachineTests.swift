@@ -6,7 +6,8 @@ import Testing
 /// The connection logic with a hand-driven clock and no sockets.
 @Suite struct ConnectionStateMachineTests {
   static let timeouts = ConnectionStateMachine.Timeouts(
-    header: .seconds(10), bodyIdle: .seconds(30), keepAlive: .seconds(5), write: .seconds(20))
+    header: .seconds(10), bodyIdle: .seconds(30), keepAlive: .seconds(5), write: .seconds(20),
+    linger: .seconds(2))
 
   func at(_ seconds: Double) -> Instant { Instant(nanoseconds: UInt64(seconds * 1e9)) }
 
@@ -54,14 +55,41 @@ import Testing
     var m = makeMachine()
     _ = m.headDecided(head(framing: framing), readsBody: false, now: at(0))
     #expect(m.responseQueued(now: at(0)) == true)
-    #expect(m.responseFlushed(now: at(0)) == .close)
-    #expect(m.state == .closed)
+    #expect(m.responseFlushed(now: at(0)) == .lingerThenClose)
   }
 
   @Test func answeringABodylessRequestKeepsTheConnection() {
     var m = makeMachine()
     _ = m.headDecided(head(framing: .contentLength(0)), readsBody: false, now: at(0))
     #expect(m.responseQueued(now: at(0)) == false)
+  }
+
+  @Test func anAnswerThatLeftTheBodyUnreadLingersBeforeClosing() {
+    var m = makeMachine()
+    _ = m.headDecided(head(framing: .contentLength(5000)), readsBody: false, now: at(0))
+    _ = m.responseQueued(now: at(0))
+    #expect(m.responseFlushed(now: at(1)) == .lingerThenClose)
+    #expect(m.inputMode == .discard)
+    #expect(m.deadline == at(3))
+    #expect(m.timedOut(now: at(3)) == .close)
+    #expect(m.state == .closed)
+  }
+
+  @Test func aLingeringConnectionClosesWhenTheClientDoes() {
+    var m = makeMachine()
+    m.headBytesArrived(now: at(0))
+    m.errorResponseQueued(now: at(0))
+    #expect(m.responseFlushed(now: at(0)) == .lingerThenClose)
+    #expect(m.peerClosed() == .close)
+  }
+
+  @Test func aCompleteExchangeWithConnectionCloseDoesNotLinger() {
+    var m = makeMachine()
+    _ = m.headDecided(head(framing: .contentLength(3), keepAlive: false), readsBody: true, now: at(0))
+    m.bodyReceived(3, now: at(0))
+    m.bodyEnded()
+    _ = m.responseQueued(now: at(0))
+    #expect(m.responseFlushed(now: at(0)) == .close)
   }
 
   @Test func connectionCloseRequestsCloseAfterTheResponse() {

@@ -102,6 +102,44 @@ struct ServerLiveTests {
     #expect(!recorder.all.contains { $0.hasPrefix("consumer") })
   }
 
+  @Test func anEarlyAnswerSurvivesABodyTheClientAlreadySent() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    for _ in 0..<5 {
+      let client = try RawClient(port: live.port)
+      // No Expect: the whole body is on its way before the 413 is written. Closing with it
+      // unread would reset the connection and could destroy the 413 in the client's buffer.
+      try client.send(
+        Array("POST /limited HTTP/1.1\r\nHost: t\r\nContent-Length: 300000\r\n\r\n".utf8)
+          + [UInt8](repeating: 1, count: 100_000))
+      usleep(50_000)
+      // The rest arrives after the answer: it must not turn into a reset that eats the 413.
+      try? client.send([UInt8](repeating: 1, count: 200_000))
+      usleep(20_000)
+      let response = try client.readResponse()
+      #expect(response.status == 413)
+      #expect(client.waitForClose())
+    }
+  }
+
+  @Test func afterAnEarlyAnswerTheServerReadsAndDropsTheRestUntilTheClientCloses() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("POST /limited HTTP/1.1\r\nHost: t\r\nContent-Length: 900000\r\n\r\n")
+    #expect(try client.readResponse().status == 413)
+    // Our side of the connection is finished (EOF) …
+    #expect(client.waitForClose())
+    // … yet the late body is still taken without a reset.
+    for _ in 0..<8 {
+      try client.send([UInt8](repeating: 2, count: 100_000))
+      usleep(5_000)
+    }
+    #expect(live.server.connectionCount == 1)
+    shutdown(client.fd, Int32(SHUT_WR))
+    #expect(Self.waitFor { live.server.connectionCount == 0 })
+  }
+
   @Test func aHugeHeaderBlockGets431() throws {
     let live = try LiveServer(handler: TestHandler())
     defer { live.stop() }
@@ -306,6 +344,22 @@ struct ServerLiveTests {
     #expect(logged.map(\.bytesOut) == [13, 0])
     #expect(logged.map(\.requestID) == ["abc.DEF-1_2", generated])
     #expect(logged[0].remoteAddress.hasPrefix("127.0.0.1:"))
+  }
+
+  @Test func aRequestRefusedBeforeItsHeadIsLoggedToo() throws {
+    let entries = Mutex<[AccessLogEntry]>([])
+    let live = try LiveServer(
+      { $0.accessLog = { entry in entries.withLock { $0.append(entry) } } }, handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("GET /hello HTTP/1.1\r\nHost: t\r\nBad Name: x\r\n\r\n")
+    let response = try client.readResponse()
+    #expect(response.status == 400)
+    #expect(Self.waitFor { entries.withLock { $0.count } == 1 })
+    let entry = try #require(entries.withLock { $0.first })
+    #expect(entry.status == 400)
+    #expect(entry.method == "-")
+    #expect(entry.requestID == response.header("X-Request-Id"))
   }
 
   static func waitFor(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
