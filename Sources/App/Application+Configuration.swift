@@ -44,6 +44,9 @@ extension Application {
     public var keepAliveTimeout = 15.0
     /// Seconds a response write may make no progress before the connection is dropped.
     public var writeTimeout = 30.0
+    /// Seconds to read and drop what a client still sends after an early answer (413, 408, 400)
+    /// before closing, so that the client sees the answer rather than a reset.
+    public var lingerTimeout = 2.0
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     public var drainDeadline = 10.0
     /// Longest request line (→ 414).
@@ -68,6 +71,7 @@ extension Application {
       for (name, value) in [
         ("headerTimeout", headerTimeout), ("bodyIdleTimeout", bodyIdleTimeout),
         ("keepAliveTimeout", keepAliveTimeout), ("writeTimeout", writeTimeout),
+        ("lingerTimeout", lingerTimeout),
       ] where !(value > 0 && value.isFinite) {
         throw ConfigurationError("server.\(name) must be a positive number of seconds")
       }

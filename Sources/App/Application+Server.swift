@@ -16,6 +16,7 @@ extension Application.ServerOptions {
     config.bodyIdleTimeout = Self.duration(bodyIdleTimeout)
     config.keepAliveTimeout = Self.duration(keepAliveTimeout)
     config.writeTimeout = Self.duration(writeTimeout)
+    config.lingerTimeout = Self.duration(lingerTimeout)
     config.drainDeadline = Self.duration(drainDeadline)
     config.parserLimits.maxRequestLineBytes = maxRequestLineBytes
     config.parserLimits.maxHeaderBytes = maxHeaderBytes

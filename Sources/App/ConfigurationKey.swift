@@ -55,6 +55,10 @@ public struct ConfigurationKey: Sendable {
       "server.writeTimeout", env: "ATTACHD_WRITE_TIMEOUT", flag: nil,
       summary: "seconds a response write may stall before the connection is dropped", \.server.writeTimeout),
     .seconds(
+      "server.lingerTimeout", env: "ATTACHD_LINGER_TIMEOUT", flag: nil,
+      summary: "seconds to drain unread request bytes after an early answer, before closing",
+      \.server.lingerTimeout),
+    .seconds(
       "server.drainDeadline", env: "ATTACHD_DRAIN_DEADLINE", flag: nil,
       summary: "seconds in-flight requests get after SIGTERM", allowZero: true, \.server.drainDeadline),
     .integer(

@@ -191,6 +191,7 @@ import Testing
     options.bodyIdleTimeout = 2
     options.keepAliveTimeout = 3
     options.writeTimeout = 4
+    options.lingerTimeout = 0.25
     options.drainDeadline = 0
     options.maxRequestLineBytes = 1000
     options.maxHeaderBytes = 2000
@@ -209,6 +210,7 @@ import Testing
     #expect(config.bodyIdleTimeout == .seconds(2))
     #expect(config.keepAliveTimeout == .seconds(3))
     #expect(config.writeTimeout == .seconds(4))
+    #expect(config.lingerTimeout == .milliseconds(250))
     #expect(config.drainDeadline == .zero)
     #expect(config.parserLimits.maxRequestLineBytes == 1000)
     #expect(config.parserLimits.maxHeaderBytes == 2000)
