@@ -37,27 +37,30 @@ public final class Application: HTTPHandler {
 
   public func head(_ head: HTTPRequestHead, context: RequestContext) -> HeadDecision {
     // The server adds X-Request-Id to every response.
-    .respond(route(head, context: context))
-  }
-
-  private func route(_ head: HTTPRequestHead, context: RequestContext) -> HTTPResponse {
+    let requestID = context.requestID
     switch router.match(method: head.method, path: head.path) {
     case .found(.healthz, _):
-      return Self.healthy
+      return .respond(Self.healthy)
     case .found(.readyz, _):
-      if let problem = readiness.check() {
-        if case .notReady(let reason) = problem {
-          eventLog.warning("not ready", fields: [("request_id", context.requestID), ("reason", reason)])
-        }
-        return ErrorTable.response(for: problem, requestID: context.requestID, log: nil)
-      }
-      return Self.ready
+      // The probe writes a file: off the event loop, unless a (pointless) body was sent, in
+      // which case the server answers at once and closes rather than reading it.
+      guard head.framing == .none else { return .respond(readinessResponse(requestID: requestID)) }
+      return .readBody(DeferredResponse { [self] in readinessResponse(requestID: requestID) })
     case .methodNotAllowed(let allow):
-      return ErrorTable.response(
-        for: AppError.methodNotAllowed(allow: allow), requestID: context.requestID, log: nil)
+      return .respond(
+        ErrorTable.response(for: AppError.methodNotAllowed(allow: allow), requestID: requestID, log: nil))
     case .notFound:
-      return ErrorTable.response(for: AppError.notFound, requestID: context.requestID, log: nil)
+      return .respond(ErrorTable.response(for: AppError.notFound, requestID: requestID, log: nil))
     }
+  }
+
+  /// 200 when ready, else 503 problem+json with `Retry-After`.
+  func readinessResponse(requestID: String) -> HTTPResponse {
+    guard let problem = readiness.check() else { return Self.ready }
+    if case .notReady(let reason) = problem {
+      eventLog.warning("not ready", fields: [("request_id", requestID), ("reason", reason)])
+    }
+    return ErrorTable.response(for: problem, requestID: requestID, log: nil)
   }
 
   // Built once: /healthz is what load balancers and benchmarks hit most.
