@@ -1,2 +1,57 @@
-// attachd: serve, process, inspect, keys. Wired up in App.
-print("attachd")
+// attachd: serve, process, inspect, keys. The subcommands live in their own files; the
+// service itself is wired up in the App module.
+import App
+import Foundation
+
+/// What every subcommand shares: usage text, exit statuses, printing to standard error.
+enum CLI {
+  static let usage = """
+    usage: attachd <command> [options]
+
+    commands:
+      serve [--host ADDR] [--port N] [--data-dir DIR] [--config FILE]
+                                 run the HTTP service (attachd serve --help lists every setting)
+      process IN OUT [--max-edge N] [--quality Q]
+                                 turn one image into a clean JPEG
+      inspect IN                 describe an image as JSON
+      keys …                     manage API keys (not yet available)
+      --help, --version
+    """
+
+  /// A command line that cannot be understood (sysexits.h EX_USAGE).
+  static let exitUsage: Int32 = 64
+
+  static func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+  }
+
+  /// One line saying what was wrong, then the usage; returns `exitUsage`.
+  static func usageError(_ message: String) -> Int32 {
+    printError("attachd: \(message)")
+    printError(usage)
+    return exitUsage
+  }
+
+  static func dispatch(_ arguments: [String]) -> Int32 {
+    guard let command = arguments.first else { return usageError("no command given") }
+    let rest = Array(arguments.dropFirst())
+    switch command {
+    case "serve": return ServeCommand.run(rest)
+    case "process": return ProcessCommand.run(rest)
+    case "inspect": return InspectCommand.run(rest)
+    case "keys":
+      printError("attachd keys: not yet available")
+      return 2
+    case "--help", "-h", "help":
+      print(usage)
+      return 0
+    case "--version", "version":
+      print("attachd \(Application.version)")
+      return 0
+    default:
+      return usageError(command.hasPrefix("-") ? "unknown option \(command)" : "unknown command \(command)")
+    }
+  }
+}
+
+exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst())))

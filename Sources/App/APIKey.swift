@@ -1,0 +1,84 @@
+/// A plain API key and the tenant it belongs to, as given by `ATTACHD_API_KEYS`.
+///
+/// Issue 4 adds scopes and hashed keys in the config file; this is the container-friendly form.
+public struct APIKey: Sendable, Equatable {
+  public var tenant: String
+  public var key: String
+
+  public init(tenant: String, key: String) {
+    self.tenant = tenant
+    self.key = key
+  }
+
+  /// Shortest key accepted: shorter ones are guessable.
+  public static let minimumKeyLength = 16
+  /// Longest tenant name accepted.
+  public static let maximumTenantLength = 64
+
+  /// Parses comma-separated `tenant:key` pairs. Whitespace around entries is ignored, empty
+  /// entries are skipped. Error messages name the entry by position and never echo a key.
+  public static func parseList(_ text: String) throws(ConfigurationError) -> [APIKey] {
+    var keys: [APIKey] = []
+    for (index, rawEntry) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
+      let entry = rawEntry.trimmingASCIIWhitespace()
+      if entry.isEmpty { continue }
+      keys.append(try parse(entry, position: index + 1))
+    }
+    return keys
+  }
+
+  /// Parses one `tenant:key` pair; `position` (1-based) is used in messages.
+  public static func parse(_ entry: Substring, position: Int) throws(ConfigurationError) -> APIKey {
+    guard let colon = entry.firstIndex(of: ":") else {
+      throw ConfigurationError("entry \(position) is not tenant:key (no ':')")
+    }
+    let tenant = String(entry[..<colon])
+    let key = String(entry[entry.index(after: colon)...])
+    let result = APIKey(tenant: tenant, key: key)
+    try result.validate(position: position)
+    return result
+  }
+
+  /// Checks the tenant name and the key's length and characters.
+  public func validate(position: Int) throws(ConfigurationError) {
+    guard !tenant.isEmpty else { throw ConfigurationError("entry \(position) has an empty tenant") }
+    guard tenant.utf8.count <= Self.maximumTenantLength,
+      tenant.utf8.allSatisfy({ $0.isTenantCharacter })
+    else {
+      throw ConfigurationError(
+        "entry \(position): tenant must be 1…\(Self.maximumTenantLength) of A-Z a-z 0-9 - _ .")
+    }
+    guard !key.isEmpty else {
+      throw ConfigurationError("entry \(position) (tenant \(tenant)) has an empty key")
+    }
+    guard key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") }) else {
+      throw ConfigurationError("entry \(position) (tenant \(tenant)): key must be printable ASCII, no spaces")
+    }
+    guard key.utf8.count >= Self.minimumKeyLength else {
+      throw ConfigurationError(
+        "entry \(position) (tenant \(tenant)): key is shorter than \(Self.minimumKeyLength) characters")
+    }
+  }
+}
+
+extension UInt8 {
+  fileprivate var isTenantCharacter: Bool {
+    switch self {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+      UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+      true
+    default: false
+    }
+  }
+}
+
+extension StringProtocol {
+  /// The string without leading and trailing spaces, tabs and line breaks.
+  func trimmingASCIIWhitespace() -> Substring {
+    let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+    let s = Substring(self)
+    guard let first = s.firstIndex(where: { !isSpace($0) }) else { return s[s.endIndex...] }
+    let last = s.lastIndex(where: { !isSpace($0) })!
+    return s[first...last]
+  }
+}

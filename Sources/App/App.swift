@@ -1,1 +1,0 @@
-// App module. See DESIGN.md §3.

@@ -1,0 +1,11 @@
+/// Errors the App module raises itself (routing, readiness).
+public enum AppError: Error, Sendable, Equatable {
+  /// No route has this path.
+  case notFound
+  /// The path exists, but not for this method.
+  case methodNotAllowed(allow: [String])
+  /// Storage cannot take writes; `reason` goes to the log only.
+  case notReady(reason: String)
+  /// The server is shutting down and takes no new work.
+  case draining
+}

@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension Application {
+  /// Everything `attachd serve` runs with: defaults, then `Config/attachd.json`, then
+  /// `ATTACHD_*` environment variables, then flags (see `ConfigurationLoader`).
+  public struct Configuration: Sendable, Equatable {
+    public var server = ServerOptions()
+    public var storage = StorageOptions()
+    public var auth = AuthOptions()
+    public var log = LogOptions()
+
+    public init() {}
+
+    /// Checks every section; the first problem found is thrown.
+    public func validate() throws(ConfigurationError) {
+      try server.validate()
+      try storage.validate()
+      try auth.validate()
+      try log.validate()
+    }
+  }
+
+  /// Where the server listens and the limits it holds (mapped onto `Server.Configuration`).
+  public struct ServerOptions: Sendable, Equatable {
+    /// IPv4 address to bind.
+    public var host = "127.0.0.1"
+    /// TCP port; 0 asks the kernel for a free one.
+    public var port = 8080
+    /// Event loop threads; 0 = one per core.
+    public var eventLoops = 0
+    /// Threads for CPU work (image decoding); 0 = one per core.
+    public var workerThreads = 0
+    /// Work items that may wait for a worker before requests get 503 + Retry-After.
+    public var workerQueueLength = 64
+    /// Open connections at most.
+    public var maxConnections = 16_384
+    /// Seconds for the whole request head to arrive (slowloris guard) → 408.
+    public var headerTimeout = 10.0
+    /// Longest silence, in seconds, in the middle of a request body → 408.
+    public var bodyIdleTimeout = 30.0
+    /// Seconds a kept-alive connection may wait for its next request.
+    public var keepAliveTimeout = 15.0
+    /// Seconds a response write may make no progress before the connection is dropped.
+    public var writeTimeout = 30.0
+    /// Seconds to read and drop what a client still sends after an early answer (413, 408, 400)
+    /// before closing, so that the client sees the answer rather than a reset.
+    public var lingerTimeout = 2.0
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    public var drainDeadline = 10.0
+    /// Longest request line (→ 414).
+    public var maxRequestLineBytes = 8192
+    /// Largest header block (→ 431).
+    public var maxHeaderBytes = 65_536
+    /// Most header fields (→ 431).
+    public var maxHeaderFields = 100
+    /// `listen(2)` backlog.
+    public var listenBacklog = 1024
+
+    public init() {}
+
+    public func validate() throws(ConfigurationError) {
+      var address = in_addr()
+      guard inet_pton(AF_INET, host, &address) == 1 else {
+        throw ConfigurationError("server.host must be an IPv4 address such as 127.0.0.1, not \"\(host)\"")
+      }
+      guard (0...65535).contains(port) else {
+        throw ConfigurationError("server.port must be 0…65535, not \(port)")
+      }
+      for (name, value) in [
+        ("headerTimeout", headerTimeout), ("bodyIdleTimeout", bodyIdleTimeout),
+        ("keepAliveTimeout", keepAliveTimeout), ("writeTimeout", writeTimeout),
+        ("lingerTimeout", lingerTimeout),
+      ] where !(value > 0 && value.isFinite) {
+        throw ConfigurationError("server.\(name) must be a positive number of seconds")
+      }
+      guard drainDeadline >= 0 && drainDeadline.isFinite else {
+        throw ConfigurationError("server.drainDeadline must be 0 or more seconds")
+      }
+      for (name, value, minimum) in [
+        ("eventLoops", eventLoops, 0), ("workerThreads", workerThreads, 0),
+        ("workerQueueLength", workerQueueLength, 0), ("maxConnections", maxConnections, 1),
+        ("maxRequestLineBytes", maxRequestLineBytes, 64), ("maxHeaderBytes", maxHeaderBytes, 256),
+        ("maxHeaderFields", maxHeaderFields, 1), ("listenBacklog", listenBacklog, 1),
+      ] where value < minimum {
+        throw ConfigurationError("server.\(name) must be at least \(minimum), not \(value)")
+      }
+    }
+  }
+
+  /// Where attachments and the index live.
+  public struct StorageOptions: Sendable, Equatable {
+    /// Directory for blobs and the index; created at start-up when missing.
+    public var dataDirectory = "./data"
+
+    public init() {}
+
+    public func validate() throws(ConfigurationError) {
+      guard !dataDirectory.isEmpty else { throw ConfigurationError("storage.dataDir must not be empty") }
+    }
+  }
+
+  /// API keys (issue 4 adds scopes, hashed keys and rate limits).
+  public struct AuthOptions: Sendable, Equatable {
+    /// Plain keys with their tenant, e.g. from `ATTACHD_API_KEYS`.
+    public var apiKeys: [APIKey] = []
+
+    public init() {}
+
+    public func validate() throws(ConfigurationError) {
+      var seen = Set<String>()
+      for (index, key) in apiKeys.enumerated() {
+        try key.validate(position: index + 1)
+        // A key must identify one tenant; a repeated key would make that ambiguous.
+        guard seen.insert(key.key).inserted else {
+          throw ConfigurationError(
+            "auth.apiKeys: entry \(index + 1) (tenant \(key.tenant)) repeats an earlier key")
+        }
+      }
+    }
+  }
+
+  /// Where log lines go.
+  public struct LogOptions: Sendable, Equatable {
+    /// Access log destination: `stdout`, `stderr`, `off`, or a file path (appended to).
+    public var access = "stdout"
+
+    public init() {}
+
+    public func validate() throws(ConfigurationError) {
+      guard !access.isEmpty else {
+        throw ConfigurationError("log.access must be stdout, stderr, off or a file path")
+      }
+    }
+  }
+}

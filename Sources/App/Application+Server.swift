@@ -1,0 +1,46 @@
+import HTTP
+import Server
+
+extension Application.ServerOptions {
+  /// The `Server.Configuration` these options describe (0 threads = the server's default,
+  /// one per core).
+  public func serverConfiguration() -> Server.Configuration {
+    var config = Server.Configuration()
+    config.host = host
+    config.port = port
+    if eventLoops > 0 { config.loopCount = eventLoops }
+    if workerThreads > 0 { config.workerThreads = workerThreads }
+    config.workerQueueLength = workerQueueLength
+    config.maxConnections = maxConnections
+    config.headerTimeout = Self.duration(headerTimeout)
+    config.bodyIdleTimeout = Self.duration(bodyIdleTimeout)
+    config.keepAliveTimeout = Self.duration(keepAliveTimeout)
+    config.writeTimeout = Self.duration(writeTimeout)
+    config.lingerTimeout = Self.duration(lingerTimeout)
+    config.drainDeadline = Self.duration(drainDeadline)
+    config.parserLimits.maxRequestLineBytes = maxRequestLineBytes
+    config.parserLimits.maxHeaderBytes = maxHeaderBytes
+    config.parserLimits.maxHeaderFields = maxHeaderFields
+    config.listenBacklog = Int32(clamping: listenBacklog)
+    return config
+  }
+
+  static func duration(_ seconds: Double) -> Duration {
+    .milliseconds(Int64((seconds * 1000).rounded()))
+  }
+}
+
+extension Application {
+  /// Binds the server for this application: its configuration mapped from `server`, its
+  /// access-log hook writing JSON lines, and `/readyz` told when it drains.
+  public func makeServer(handleSignals: Bool = true) throws -> Server {
+    var config = configuration.server.serverConfiguration()
+    config.handleSignals = handleSignals
+    let log = accessLog
+    config.accessLog = { log.record($0) }
+    let server = try Server(configuration: config, handler: self)
+    // Weak: the server holds this application as its handler.
+    readiness.setDrainingCheck { [weak server] in server?.isDraining ?? true }
+    return server
+  }
+}

@@ -1,0 +1,225 @@
+import Foundation
+
+/// One setting: its place in the JSON file, its environment variable, its flag and default.
+///
+/// `ConfigurationKey.all` is the single list the loader, `attachd serve --help` and the
+/// README table are made from; a new setting is one more entry there.
+public struct ConfigurationKey: Sendable {
+  public typealias Configuration = Application.Configuration
+  typealias Setter = @Sendable (inout Configuration, ConfigurationValue) throws(ConfigurationError) -> Void
+
+  /// Section and name in the JSON file, e.g. `server.port`.
+  public let path: String
+  /// Environment variable, e.g. `ATTACHD_PORT`.
+  public let environment: String
+  /// Command-line flag of `attachd serve`, e.g. `--port`, when there is one.
+  public let flag: String?
+  /// The default, as text.
+  public let defaultText: String
+  /// One line for help texts.
+  public let summary: String
+  let set: Setter
+
+  /// Every setting, in the order help texts list them.
+  public static let all: [ConfigurationKey] = [
+    .text(
+      "server.host", env: "ATTACHD_HOST", flag: "--host", summary: "address to listen on",
+      \.server.host),
+    .integer(
+      "server.port", env: "ATTACHD_PORT", flag: "--port", summary: "TCP port (0 = any free port)",
+      range: 0...65535, \.server.port),
+    .integer(
+      "server.eventLoops", env: "ATTACHD_EVENT_LOOPS", flag: nil,
+      summary: "event loop threads (0 = one per core)",
+      range: 0...1024, \.server.eventLoops),
+    .integer(
+      "server.workerThreads", env: "ATTACHD_WORKER_THREADS", flag: nil,
+      summary: "threads for image work (0 = one per core)", range: 0...1024, \.server.workerThreads),
+    .integer(
+      "server.workerQueueLength", env: "ATTACHD_WORKER_QUEUE_LENGTH", flag: nil,
+      summary: "jobs waiting for a worker before 503 + Retry-After", range: 0...1_000_000,
+      \.server.workerQueueLength),
+    .integer(
+      "server.maxConnections", env: "ATTACHD_MAX_CONNECTIONS", flag: nil, summary: "open connections at most",
+      range: 1...10_000_000, \.server.maxConnections),
+    .seconds(
+      "server.headerTimeout", env: "ATTACHD_HEADER_TIMEOUT", flag: nil,
+      summary: "seconds for a whole request head to arrive (→ 408)", \.server.headerTimeout),
+    .seconds(
+      "server.bodyIdleTimeout", env: "ATTACHD_BODY_IDLE_TIMEOUT", flag: nil,
+      summary: "longest silence in a request body, seconds (→ 408)", \.server.bodyIdleTimeout),
+    .seconds(
+      "server.keepAliveTimeout", env: "ATTACHD_KEEP_ALIVE_TIMEOUT", flag: nil,
+      summary: "seconds an idle kept-alive connection stays open", \.server.keepAliveTimeout),
+    .seconds(
+      "server.writeTimeout", env: "ATTACHD_WRITE_TIMEOUT", flag: nil,
+      summary: "seconds a response write may stall before the connection is dropped", \.server.writeTimeout),
+    .seconds(
+      "server.lingerTimeout", env: "ATTACHD_LINGER_TIMEOUT", flag: nil,
+      summary: "seconds to drain unread request bytes after an early answer, before closing",
+      \.server.lingerTimeout),
+    .seconds(
+      "server.drainDeadline", env: "ATTACHD_DRAIN_DEADLINE", flag: nil,
+      summary: "seconds in-flight requests get after SIGTERM", allowZero: true, \.server.drainDeadline),
+    .integer(
+      "server.maxRequestLineBytes", env: "ATTACHD_MAX_REQUEST_LINE_BYTES", flag: nil,
+      summary: "longest request line (→ 414)", range: 64...1_048_576, \.server.maxRequestLineBytes),
+    .integer(
+      "server.maxHeaderBytes", env: "ATTACHD_MAX_HEADER_BYTES", flag: nil,
+      summary: "largest header block (→ 431)",
+      range: 256...16_777_216, \.server.maxHeaderBytes),
+    .integer(
+      "server.maxHeaderFields", env: "ATTACHD_MAX_HEADER_FIELDS", flag: nil,
+      summary: "most header fields (→ 431)",
+      range: 1...10_000, \.server.maxHeaderFields),
+    .integer(
+      "server.listenBacklog", env: "ATTACHD_LISTEN_BACKLOG", flag: nil, summary: "listen(2) backlog",
+      range: 1...65535, \.server.listenBacklog),
+    .text(
+      "storage.dataDir", env: "ATTACHD_DATA_DIR", flag: "--data-dir",
+      summary: "directory for attachments and the index", \.storage.dataDirectory),
+    ConfigurationKey(
+      path: "auth.apiKeys", environment: "ATTACHD_API_KEYS", flag: nil, defaultText: "none",
+      summary: "comma-separated tenant:key pairs (JSON: array of \"tenant:key\" strings)",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config.auth.apiKeys = try APIKey.parseList(value.listText())
+      }),
+    .text(
+      "log.access", env: "ATTACHD_ACCESS_LOG", flag: "--access-log",
+      summary: "access log: stdout, stderr, off or a file path", \.log.access),
+  ]
+
+  /// The key whose JSON path is `path`.
+  public static func named(_ path: String) -> ConfigurationKey? { all.first { $0.path == path } }
+
+  static func text(
+    _ path: String, env: String, flag: String?, summary: String,
+    _ field: WritableKeyPath<Configuration, String> & Sendable
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      path: path, environment: env, flag: flag, defaultText: Configuration()[keyPath: field],
+      summary: summary,
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config[keyPath: field] = try value.text()
+      })
+  }
+
+  static func integer(
+    _ path: String, env: String, flag: String?, summary: String, range: ClosedRange<Int>,
+    _ field: WritableKeyPath<Configuration, Int> & Sendable
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      path: path, environment: env, flag: flag, defaultText: String(Configuration()[keyPath: field]),
+      summary: summary,
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        let number = try value.integer()
+        guard range.contains(number) else {
+          throw ConfigurationError("must be \(range.lowerBound)…\(range.upperBound), not \(number)")
+        }
+        config[keyPath: field] = number
+      })
+  }
+
+  static func secondsText(_ value: Double) -> String {
+    value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+  }
+
+  static func seconds(
+    _ path: String, env: String, flag: String?, summary: String, allowZero: Bool = false,
+    _ field: WritableKeyPath<Configuration, Double> & Sendable
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      path: path, environment: env, flag: flag,
+      defaultText: Self.secondsText(Configuration()[keyPath: field]),
+      summary: summary,
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        let number = try value.number()
+        guard number > 0 || (allowZero && number == 0), number.isFinite else {
+          throw ConfigurationError(
+            allowZero ? "must be 0 or more seconds" : "must be a positive number of seconds")
+        }
+        config[keyPath: field] = number
+      })
+  }
+}
+
+/// A raw value before it is typed: text from the environment or a flag, or a JSON value.
+enum ConfigurationValue: Sendable {
+  case text(String)
+  case json(JSONValue)
+
+  func text() throws(ConfigurationError) -> String {
+    switch self {
+    case .text(let s): return s
+    case .json(.string(let s)): return s
+    case .json: throw ConfigurationError("expected a string")
+    }
+  }
+
+  func integer() throws(ConfigurationError) -> Int {
+    switch self {
+    case .text(let s):
+      guard let n = Int(s.trimmingASCIIWhitespace()) else {
+        throw ConfigurationError("expected an integer, got \"\(s)\"")
+      }
+      return n
+    case .json(.number(let d)):
+      guard let n = Int(exactly: d) else { throw ConfigurationError("expected an integer, got \(d)") }
+      return n
+    case .json: throw ConfigurationError("expected an integer")
+    }
+  }
+
+  func number() throws(ConfigurationError) -> Double {
+    switch self {
+    case .text(let s):
+      guard let n = Double(s.trimmingASCIIWhitespace()) else {
+        throw ConfigurationError("expected a number, got \"\(s)\"")
+      }
+      return n
+    case .json(.number(let d)): return d
+    case .json: throw ConfigurationError("expected a number")
+    }
+  }
+
+  /// Comma-separated text, or a JSON array of strings joined with commas.
+  func listText() throws(ConfigurationError) -> String {
+    guard case .json(.array(let array)) = self else { return try text() }
+    var parts: [String] = []
+    for element in array {
+      guard case .string(let s) = element, !s.contains(",") else {
+        throw ConfigurationError("expected an array of strings without commas")
+      }
+      parts.append(s)
+    }
+    return parts.joined(separator: ",")
+  }
+}
+
+/// A parsed JSON value (the configuration file).
+enum JSONValue: Sendable, Decodable, Equatable {
+  case null
+  case bool(Bool)
+  case number(Double)
+  case string(String)
+  case array([JSONValue])
+  case object([String: JSONValue])
+
+  init(from decoder: any Decoder) throws {
+    let c = try decoder.singleValueContainer()
+    // Bool first: Foundation's decoder reads only true/false as Bool, never 0/1.
+    if c.decodeNil() {
+      self = .null
+    } else if let b = try? c.decode(Bool.self) {
+      self = .bool(b)
+    } else if let n = try? c.decode(Double.self) {
+      self = .number(n)
+    } else if let s = try? c.decode(String.self) {
+      self = .string(s)
+    } else if let a = try? c.decode([JSONValue].self) {
+      self = .array(a)
+    } else {
+      self = .object(try c.decode([String: JSONValue].self))
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import HTTP
+import Server
+
+/// What a client is told about an error: status, a stable `code`, a short public title and
+/// any header the status calls for (`Allow`, `Retry-After`).
+public struct PublicError: Sendable, Equatable {
+  public var status: Int
+  public var code: String
+  public var title: String
+  public var headers: HTTPHeaders
+
+  public init(status: Int, code: String, title: String, headers: HTTPHeaders = [:]) {
+    self.status = status
+    self.code = code
+    self.title = title
+    self.headers = headers
+  }
+}
+
+/// The one place where errors become HTTP statuses (STYLE.md, "Errors").
+///
+/// Every module error that can reach a client has a row here. The public title is fixed per
+/// row; the error's own description (library strings, paths, errno) goes to the event log
+/// with the request id, never into the response.
+public enum ErrorTable {
+  /// Seconds a client is asked to wait after a 503.
+  public static let retryAfterSeconds = 5
+
+  /// The public face of `error`; anything without a row is a 500 `internal`.
+  public static func publicError(for error: any Error) -> PublicError {
+    switch error {
+    case let error as AppError: publicError(for: error)
+    case let error as HTTPParserError: publicError(for: error)
+    case let error as MultipartError: publicError(for: error)
+    default: internalError
+    }
+  }
+
+  // The server answers parser errors it meets before a handler runs with the same status and
+  // code (Sources/Server/ServerResponses.swift); these rows serve errors the App meets itself.
+  static func publicError(for error: HTTPParserError) -> PublicError {
+    switch error.status {
+    case 414: PublicError(status: 414, code: "uri_too_long", title: "Request line too long")
+    case 431: PublicError(status: 431, code: "header_too_large", title: "Request header fields too large")
+    case 501: PublicError(status: 501, code: "not_implemented", title: "Transfer coding not supported")
+    case 505:
+      PublicError(status: 505, code: "http_version_not_supported", title: "HTTP version not supported")
+    default: PublicError(status: 400, code: "malformed_request", title: "Malformed request")
+    }
+  }
+
+  static func publicError(for error: MultipartError) -> PublicError {
+    switch error.kind {
+    case .partTooLarge, .bodyTooLarge:
+      PublicError(status: 413, code: "payload_too_large", title: "Upload too large")
+    case .tooManyParts:
+      PublicError(status: 413, code: "too_many_parts", title: "Too many parts in the upload")
+    case .partHeaderTooLarge, .tooManyPartHeaderFields:
+      PublicError(status: 431, code: "part_header_too_large", title: "Part header too large")
+    case .invalidBoundary, .invalidDelimiter, .invalidPartHeader, .missingFinalBoundary:
+      PublicError(status: 400, code: "malformed_multipart", title: "Malformed multipart body")
+    }
+  }
+
+  static func publicError(for error: AppError) -> PublicError {
+    switch error {
+    case .notFound:
+      PublicError(status: 404, code: "not_found", title: "Not found")
+    case .methodNotAllowed(let allow):
+      PublicError(
+        status: 405, code: "method_not_allowed", title: "Method not allowed",
+        headers: ["Allow": allow.joined(separator: ", ")])
+    case .notReady:
+      PublicError(
+        status: 503, code: "not_ready", title: "Storage is not writable",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    case .draining:
+      PublicError(
+        status: 503, code: "draining", title: "Server is shutting down",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+  }
+
+  /// The row for errors no other row claims.
+  public static let internalError = PublicError(status: 500, code: "internal_error", title: "Internal error")
+
+  /// The problem+json response for `error`. Errors that are not the client's doing (5xx and
+  /// unknown errors) are logged with their full description and the request id.
+  public static func response(for error: any Error, requestID: String, log: EventLog?) -> HTTPResponse {
+    let entry = publicError(for: error)
+    if entry.status >= 500 {
+      log?.error("request failed", requestID: requestID, code: entry.code, detail: String(describing: error))
+    }
+    return problemResponse(entry, requestID: requestID)
+  }
+
+  /// An `application/problem+json` (RFC 9457) response for a table row; the request id is
+  /// the problem's `instance`.
+  public static func problemResponse(_ entry: PublicError, requestID: String) -> HTTPResponse {
+    let problem = ProblemDetails(
+      status: entry.status, code: entry.code, title: entry.title, instance: requestID)
+    var headers = entry.headers
+    headers.add(name: "Content-Type", value: ProblemDetails.contentType)
+    headers.add(name: "Cache-Control", value: "no-store")
+    return HTTPResponse(status: entry.status, headers: headers, body: .bytes(problem.json))
+  }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import HTTP
+import Server
+import Testing
+
+@testable import App
+
+@Suite struct ErrorTableTests {
+  struct LibraryError: Error, CustomStringConvertible {
+    var description: String { "tjDecompress2(): secret/path/IMG_0001.HEIC is broken" }
+  }
+
+  @Test(
+    arguments: [
+      (AppError.notFound, 404, "not_found", nil, nil),
+      (AppError.methodNotAllowed(allow: ["GET", "HEAD"]), 405, "method_not_allowed", "GET, HEAD", nil),
+      (AppError.notReady(reason: "EROFS"), 503, "not_ready", nil, "5"),
+      (AppError.draining, 503, "draining", nil, "5"),
+    ] as [(AppError, Int, String, String?, String?)])
+  func appErrorsMapToTheirStatusCodeAndHeaders(
+    error: AppError, status: Int, code: String, allow: String?, retryAfter: String?
+  ) {
+    let entry = ErrorTable.publicError(for: error)
+    #expect(entry.status == status)
+    #expect(entry.code == code)
+    #expect(entry.headers.first(name: "Allow") == allow)
+    #expect(entry.headers.first(name: "Retry-After") == retryAfter)
+  }
+
+  @Test func unknownErrorsAreInternalAndTheirTextStaysInTheLog() throws {
+    let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("attachd-\(UUID()).log").path
+    let log = EventLog(sink: try LogSink(appendingTo: logPath))
+    let response = ErrorTable.response(for: LibraryError(), requestID: "req-1", log: log)
+    #expect(response.status == 500)
+    guard case .bytes(let body) = response.body else {
+      Issue.record("no body")
+      return
+    }
+    let text = String(decoding: body, as: UTF8.self)
+    #expect(!text.contains("tjDecompress2"))
+    #expect(!text.contains("IMG_0001"))
+    log.flush()
+    let logged = try String(contentsOfFile: logPath, encoding: .utf8)
+    #expect(logged.contains("tjDecompress2"))
+    #expect(logged.contains(#""request_id":"req-1""#))
+    #expect(logged.contains(#""code":"internal_error""#))
+  }
+
+  @Test(arguments: HTTPParserError.Kind.allCases)
+  func parserErrorsKeepTheStatusTheParserNames(kind: HTTPParserError.Kind) {
+    let error = HTTPParserError(kind)
+    let entry = ErrorTable.publicError(for: error)
+    #expect(entry.status == error.status)
+    #expect(!entry.code.isEmpty)
+  }
+
+  @Test(arguments: [
+    (MultipartError.Kind.partTooLarge, 413, "payload_too_large"),
+    (.bodyTooLarge, 413, "payload_too_large"),
+    (.tooManyParts, 413, "too_many_parts"),
+    (.partHeaderTooLarge, 431, "part_header_too_large"),
+    (.missingFinalBoundary, 400, "malformed_multipart"),
+    (.invalidBoundary, 400, "malformed_multipart"),
+  ])
+  func multipartErrorsMapToTheirStatusAndCode(kind: MultipartError.Kind, status: Int, code: String) {
+    let entry = ErrorTable.publicError(for: MultipartError(kind))
+    #expect(entry.status == status)
+    #expect(entry.code == code)
+  }
+
+  @Test func everyTableRowHasADistinctMeaningPerCode() {
+    // One code must never mean two statuses: clients switch on it.
+    var statusByCode: [String: Int] = [:]
+    let errors: [any Error] =
+      HTTPParserError.Kind.allCases.map { HTTPParserError($0) as any Error }
+      + MultipartError.Kind.allCases.map { MultipartError($0) as any Error }
+      + [
+        AppError.notFound, AppError.methodNotAllowed(allow: []), AppError.draining,
+        AppError.notReady(reason: ""),
+      ]
+    for error in errors {
+      let entry = ErrorTable.publicError(for: error)
+      #expect(statusByCode[entry.code, default: entry.status] == entry.status, "\(entry.code)")
+      statusByCode[entry.code] = entry.status
+    }
+  }
+
+  @Test func problemBodiesAreProblemJSONWithAStableCode() throws {
+    let response = ErrorTable.response(for: AppError.notFound, requestID: "abc\"1", log: nil)
+    #expect(response.headers.first(name: "Content-Type") == "application/problem+json")
+    guard case .bytes(let body) = response.body else {
+      Issue.record("no body")
+      return
+    }
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+    #expect(object["status"] as? Int == 404)
+    #expect(object["code"] as? String == "not_found")
+    #expect(object["title"] as? String == "Not found")
+    #expect(object["instance"] as? String == "abc\"1")
+  }
+}

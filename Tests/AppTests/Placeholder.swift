@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct AppTestsPlaceholder {
-  @Test func moduleBuilds() { #expect(Bool(true)) }
-}
