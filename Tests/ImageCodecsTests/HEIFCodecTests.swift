@@ -1,3 +1,4 @@
+import Foundation
 import ImageCodecs
 import TestSupport
 import Testing
@@ -86,5 +87,20 @@ struct HEIFCodecTests {
     ] {
       #expect(throws: CodecError.self) { try HEIFCodec.decode(Fixtures.corpus(name)) }
     }
+  }
+}
+
+/// Slow: the 200 MP Samsung photo (~600 MB of RGB). Run with ATTACHD_SLOW_TESTS=1.
+@Suite(
+  .enabled(if: Corpus.directory != nil, "skipped: corpus not present"),
+  .enabled(
+    if: ProcessInfo.processInfo.environment["ATTACHD_SLOW_TESTS"] != nil, "slow: set ATTACHD_SLOW_TESTS=1"))
+struct HEIFSlowTests {
+  @Test func twoHundredMegapixelSamsungDecodes() throws {
+    let data = try Fixtures.corpus("heic-samsung-200mp-irot.heic")
+    let start = ContinuousClock.now
+    let image = try HEIFCodec.decode(data)
+    print("200 MP decode:", ContinuousClock.now - start)
+    #expect(image.pixels.width == 12240 && image.pixels.height == 16320)
   }
 }
