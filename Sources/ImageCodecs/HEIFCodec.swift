@@ -82,8 +82,10 @@ public enum HEIFCodec {
       try check(heif_decode_image(handle.raw, &image, heif_colorspace_RGB, chroma, decodeOptions))
       guard let image else { throw CodecError(.internal, codec: codec, "no image decoded") }
       let decoded = DecodedImage(image)
-      let pixels = try decoded.pixels(
-        layout: info.hasAlpha ? .rgba : .rgb, premultiplied: info.premultipliedAlpha)
+      // The decoded image says whether its colour is premultiplied (the handle's `prem` flag is
+      // what the file declares; the image is what we actually hold).
+      let premultiplied = heif_image_is_premultiplied_alpha(image) != 0
+      let pixels = try decoded.pixels(layout: info.hasAlpha ? .rgba : .rgb, premultiplied: premultiplied)
       info.width = pixels.width
       info.height = pixels.height
       return HEIFImage(pixels: pixels, info: info)

@@ -67,6 +67,9 @@ public enum PNGCodec {
           return
         }
         image.format = format
+        // Without this flag libpng assumes 16-bit samples without gAMA/sRGB are *linear* and
+        // gamma-encodes them on the way to 8 bits (too bright); like browsers, we read them as sRGB.
+        image.flags |= UInt32(PNG_IMAGE_FLAG_16BIT_sRGB)
         guard Int(image.width) == info.width, Int(image.height) == info.height else {
           png_image_free(&image)
           failure = CodecError(.corrupt, codec: codec, "IHDR disagrees with libpng")

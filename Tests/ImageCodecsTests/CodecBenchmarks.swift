@@ -31,20 +31,29 @@ struct CodecBenchmarks {
   @Test func jpegAndHEIF() throws {
     let photo = try Fixtures.corpus("jpeg-iphone6-gps.jpg")  // 3264×2448, 4:2:0
     try time("jpeg 12 MP full decode") { _ = try JPEGCodec.decode(photo) }
-    try time("jpeg 12 MP decode at 6/8 (≥2048×1536)") { _ = try JPEGCodec.decode(photo, scaleToAtLeast: (2048, 1536)) }
-    try time("jpeg 12 MP decode at 4/8 (≥1600×1200)") { _ = try JPEGCodec.decode(photo, scaleToAtLeast: (1600, 1200)) }
+    try time("jpeg 12 MP decode at 6/8 (≥2048×1536)") {
+      _ = try JPEGCodec.decode(photo, scaleToAtLeast: (2048, 1536))
+    }
+    try time("jpeg 12 MP decode at 4/8 (≥1600×1200)") {
+      _ = try JPEGCodec.decode(photo, scaleToAtLeast: (1600, 1200))
+    }
     try time("jpeg 12 MP full decode, again") { _ = try JPEGCodec.decode(photo) }
     try time("jpeg readHeader ×1000 (handle init + header)", runs: 3) {
       for _ in 0..<1000 { _ = try JPEGCodec.readHeader(photo) }
     }
     let frame = try JPEGCodec.decode(photo, scaleToAtLeast: (2048, 1536))
-    try time("jpeg encode \(frame.width)×\(frame.height) q85 4:2:0") { _ = try JPEGCodec.encode(frame, quality: 85) }
+    try time("jpeg encode \(frame.width)×\(frame.height) q85 4:2:0") {
+      _ = try JPEGCodec.encode(frame, quality: 85)
+    }
     try time("tjTransform 12 MP rot180 (imperfect → trim)") {
       _ = try JPEGCodec.transform(photo, operation: .rot180, perfectOnly: false)
     }
-    let p3 = try #require(HEIFCodec.primaryInfo(Fixtures.corpus("heic-iphone13pro-grid-depth-gps.heic")).colour.iccProfile)
+    let p3 = try #require(
+      HEIFCodec.primaryInfo(Fixtures.corpus("heic-iphone13pro-grid-depth-gps.heic")).colour.iccProfile)
     var copy = frame
-    time("lcms Display P3 → sRGB on \(frame.width)×\(frame.height)") { ColourTransform.toSRGB(&copy, iccProfile: p3) }
+    time("lcms Display P3 → sRGB on \(frame.width)×\(frame.height)") {
+      ColourTransform.toSRGB(&copy, iccProfile: p3)
+    }
     let heic = try Fixtures.corpus("heic-iphone13pro-grid-depth-gps.heic")
     try time("heic 12 MP grid decode, 2 threads", runs: 3) { _ = try HEIFCodec.decode(heic) }
     try time("heic 12 MP grid decode, 1 thread", runs: 3) {

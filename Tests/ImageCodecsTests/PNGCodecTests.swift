@@ -21,6 +21,18 @@ import Testing
     #expect(decoded.layout == .rgba && decoded.bytes == rgba && !decoded.premultiplied)
   }
 
+  @Test func sixteenBitSamplesWithoutGammaAreReadAsSRGB() throws {
+    // Gray 0x0000, 0x8080, 0xFFFF, 0x4040: sRGB-encoded, so 8-bit 0, 128, 255, 64. Read as linear
+    // (libpng's simplified-API default) 0x8080 would come out near 188.
+    let samples: [UInt8] = [0x00, 0x00, 0x80, 0x80, 0xFF, 0xFF, 0x40, 0x40]
+    let png = PNGWriter.png(width: 4, height: 1, colourType: 0, pixels: samples, bitDepth: 16)
+    let decoded = try PNGCodec.decode(png)
+    #expect(decoded.layout == .gray)
+    for (got, want) in zip(decoded.bytes, [0, 128, 255, 64]) {
+      #expect(abs(Int(got) - want) <= 1, "\(decoded.bytes)")
+    }
+  }
+
   @Test func shortImageDataWithAValidStructureFails() throws {
     // All chunks and CRCs are valid, but the zlib stream stops halfway: libpng only warns
     // ("Not enough image data") and pads; we fail.

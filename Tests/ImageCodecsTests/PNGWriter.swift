@@ -1,13 +1,14 @@
 /// Writes minimal PNGs in test code: stored (uncompressed) deflate blocks, so no zlib is needed.
 /// Fixtures made this way state exactly what they hold.
 enum PNGWriter {
-  /// An 8-bit PNG of `colourType` (0 gray, 2 RGB, 6 RGBA) from tightly packed rows.
+  /// An 8- or 16-bit PNG of `colourType` (0 gray, 2 RGB, 6 RGBA) from tightly packed rows
+  /// (16-bit samples big-endian).
   /// `idatLimit` cuts the zlib stream to that many bytes (a damaged file with a valid structure).
   static func png(
-    width: Int, height: Int, colourType: UInt8, pixels: [UInt8], extraChunks: [(String, [UInt8])] = [],
-    idatLimit: Int? = nil
+    width: Int, height: Int, colourType: UInt8, pixels: [UInt8], bitDepth: UInt8 = 8,
+    extraChunks: [(String, [UInt8])] = [], idatLimit: Int? = nil
   ) -> [UInt8] {
-    let channels = colourType == 6 ? 4 : colourType == 2 ? 3 : 1
+    let channels = (colourType == 6 ? 4 : colourType == 2 ? 3 : 1) * Int(bitDepth / 8)
     var raw: [UInt8] = []
     for y in 0..<height {
       raw.append(0)  // filter type None
@@ -25,7 +26,7 @@ enum PNGWriter {
     zlib += bigEndian(adler32(raw))
     if let idatLimit { zlib = Array(zlib.prefix(idatLimit)) }
     var out: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-    let ihdr = bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, colourType, 0, 0, 0]
+    let ihdr = bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [bitDepth, colourType, 0, 0, 0]
     out += chunk("IHDR", ihdr)
     for (type, data) in extraChunks { out += chunk(type, data) }
     out += chunk("IDAT", zlib)
