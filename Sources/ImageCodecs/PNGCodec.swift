@@ -60,8 +60,11 @@ public enum PNGCodec {
     let bytes = stream.withUnsafeBytes { input in
       // libpng reads `input` during finish_read too, so both calls stay inside this closure.
       [UInt8](unsafeUninitializedCapacity: rowBytes * info.height) { out, count in
-        out.initialize(repeating: 0)
-        count = out.count
+        // libpng fills every row on success; only a failed decode leaves bytes to zero.
+        defer {
+          if failure != nil { out.initialize(repeating: 0) }
+          count = out.count
+        }
         guard png_image_begin_read_from_memory(&image, input.baseAddress, input.count) != 0 else {
           failure = error(image)  // libpng has already freed the image's internals
           return

@@ -44,8 +44,6 @@ public enum WebPCodec {
     }
     var status = VP8_STATUS_OK
     let bytes = [UInt8](unsafeUninitializedCapacity: rowBytes * info.height) { out, count in
-      out.initialize(repeating: 0)
-      count = out.count
       // Decode straight into our storage: libwebp writes through the external-memory buffer.
       config.output.colorspace = info.hasAlpha ? MODE_RGBA : MODE_RGB
       config.output.is_external_memory = 1
@@ -54,6 +52,9 @@ public enum WebPCodec {
       config.output.u.RGBA.size = out.count
       status = data.withUnsafeBufferPointer { WebPDecode($0.baseAddress, $0.count, &config) }
       WebPFreeDecBuffer(&config.output)  // frees nothing of ours (external memory); pairs the API
+      // libwebp fills every row on success; only a failed decode leaves bytes to zero.
+      if status != VP8_STATUS_OK { out.initialize(repeating: 0) }
+      count = out.count
     }
     try check(status, data, "decode")
     return PixelBuffer(width: info.width, height: info.height, layout: layout, bytes: bytes)
