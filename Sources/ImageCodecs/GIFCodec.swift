@@ -127,7 +127,8 @@ public enum GIFCodec {
         throw failure(error)
       }
       let file = GIFFile(gif)
-      return try withExtendedLifetime(source) { try body(file.raw) }
+      // Both must outlive every giflib call in body, which sees only the raw pointer.
+      return try withExtendedLifetime((source, file)) { try body(file.raw) }
     }
   }
 

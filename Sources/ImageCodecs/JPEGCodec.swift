@@ -55,6 +55,7 @@ public enum JPEGCodec {
       throw CodecError(.unsupported, codec: codec, "lossless JPEG")
     }
     let handle = try TJHandle(decompress: ())
+    defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     var width: Int32 = 0
     var height: Int32 = 0
     var subsamp: Int32 = 0
@@ -118,6 +119,7 @@ public enum JPEGCodec {
       throw CodecError(.tooLarge, codec: codec, "\(size.width)x\(size.height)")
     }
     let handle = try TJHandle(decompress: ())
+    defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     // STOPONWARNING: a truncated or damaged scan is an error, not grey padding.
     // LIMITSCANS: refuse progressive files with absurd scan counts (CPU bomb).
     let flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS

@@ -86,6 +86,7 @@ public enum WebPCodec {
         throw CodecError(declaredLength(data) > data.count ? .truncated : .corrupt, codec: codec, "animation")
       }
       let decoder = AnimationDecoder(raw)
+      defer { withExtendedLifetime(decoder) {} }  // `frame` points into the decoder's canvas
       var info = WebPAnimInfo()
       var frame: UnsafeMutablePointer<UInt8>? = nil
       var timestamp: Int32 = 0
