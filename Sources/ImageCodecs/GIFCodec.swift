@@ -2,8 +2,9 @@ private import CGIF
 
 /// What a GIF's logical screen descriptor says.
 public struct GIFInfo: Sendable, Equatable {
-  /// The logical screen (canvas) size.
+  /// Logical screen (canvas) width.
   public var width: Int
+  /// Logical screen (canvas) height.
   public var height: Int
 }
 

@@ -15,15 +15,34 @@ public struct JPEGInfo: Sendable, Equatable {
     case baseline, extended, progressive, arithmetic, lossless, other
   }
 
+  /// Stored width in pixels.
   public var width: Int
+  /// Stored height in pixels.
   public var height: Int
+  /// Chroma subsampling (decides the MCU size).
   public var subsampling: Subsampling
+  /// Colour space of the components.
   public var colourSpace: ColourSpace
   /// Bits per sample (8; 12 is rejected by `decode`).
   public var precision: Int
+  /// Coding process from the SOF marker.
   public var process: Process
   /// Whether an Adobe APP14 marker is present (CMYK samples are then stored inverted).
   public var hasAdobeMarker: Bool
+
+  /// Creates header facts (for tests and callers that parsed the header themselves).
+  public init(
+    width: Int, height: Int, subsampling: Subsampling, colourSpace: ColourSpace, precision: Int = 8,
+    process: Process = .baseline, hasAdobeMarker: Bool = false
+  ) {
+    self.width = width
+    self.height = height
+    self.subsampling = subsampling
+    self.colourSpace = colourSpace
+    self.precision = precision
+    self.process = process
+    self.hasAdobeMarker = hasAdobeMarker
+  }
 
   /// Whether the stored components are CMYK or YCCK.
   public var isCMYK: Bool { colourSpace == .cmyk || colourSpace == .ycck }
