@@ -4,13 +4,16 @@ import Foundation
 public enum Corpus {
   /// The corpus directory, or nil when this checkout has none beside it.
   public static let directory: URL? = {
-    if let override = ProcessInfo.processInfo.environment["ATTACHD_CORPUS"] {
-      return URL(fileURLWithPath: override)
+    // ATTACHD_CORPUS (when set and non-empty) names it; else Tests/TestSupport/Corpus.swift →
+    // repo root → ../shared/corpus. Either way it counts only if MANIFEST.tsv is there.
+    let dir: URL
+    if let override = ProcessInfo.processInfo.environment["ATTACHD_CORPUS"], !override.isEmpty {
+      dir = URL(fileURLWithPath: override)
+    } else {
+      let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+      dir = root.deletingLastPathComponent().appendingPathComponent("shared/corpus")
     }
-    // Tests/TestSupport/Corpus.swift → repo root → ../shared/corpus
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-      .deletingLastPathComponent().deletingLastPathComponent()
-    let dir = root.deletingLastPathComponent().appendingPathComponent("shared/corpus")
     return FileManager.default.fileExists(atPath: dir.appendingPathComponent("MANIFEST.tsv").path)
       ? dir : nil
   }()
