@@ -177,7 +177,7 @@ final class EventLoop: @unchecked Sendable {
       epollFD, EPOLL_CTL_ADD, server.listenFD, events: listenEvents, data: Self.listenToken)
   }
 
-  /// Over the connection cap: a best-effort canned 503, then close.
+  /// Over the connection cap: a best-effort canned `.tooManyConnections` answer, then close.
   private func refuse(_ fd: Int32) {
     refusal.setDate(dates.now())
     refusal.bytes.withUnsafeBytes { _ = try? System.write(fd, $0) }

@@ -89,7 +89,7 @@ public protocol Responder: Sendable {
   /// Sends an interim 1xx response (e.g. 104 Upload Resumption Supported) before the final one.
   func sendInterim(status: Int, headers: HTTPHeaders)
   /// Runs `work` on the bounded worker pool and responds with its result. When the pool and
-  /// its queue are full, responds 503 with `Retry-After` instead and returns false.
+  /// its queue are full, responds with the handler's `.overloaded` answer and returns false.
   @discardableResult
   func offload(_ work: @escaping @Sendable () -> HTTPResponse) -> Bool
 }
