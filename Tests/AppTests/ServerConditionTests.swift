@@ -37,6 +37,26 @@ import Testing
     #expect(ErrorTable.publicError(for: condition).code == code)
   }
 
+  @Test func serverConditionCodesNeverMeanAnotherStatusElsewhereInTheTable() {
+    let conditions: [ServerCondition] =
+      HTTPParserError.Kind.allCases.map { .malformedRequest(HTTPParserError($0)) } + [
+        .requestTimeout, .overloaded, .tooManyConnections, .invalidResponseStatus(1),
+        .unreadableFile(path: "", errno: 0),
+      ]
+    let others: [any Error] =
+      MultipartError.Kind.allCases.map { MultipartError($0) as any Error } + [
+        AppError.notFound, AppError.methodNotAllowed(allow: []), AppError.draining,
+        AppError.notReady(reason: ""),
+      ]
+    var statusByCode: [String: Int] = [:]
+    for error in conditions.map({ $0 as any Error }) + others {
+      let entry = ErrorTable.publicError(for: error)
+      #expect(statusByCode[entry.code, default: entry.status] == entry.status, "\(entry.code)")
+      statusByCode[entry.code] = entry.status
+    }
+    #expect(statusByCode.count >= 12)
+  }
+
   @Test func theCannedConnectionCapAnswerHasNoInstance() throws {
     let response = Self.application().response(for: .tooManyConnections, requestID: nil)
     let problem = try Self.problem(response)
