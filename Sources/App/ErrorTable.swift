@@ -32,12 +32,12 @@ public enum ErrorTable {
     case let error as AppError: publicError(for: error)
     case let error as HTTPParserError: publicError(for: error)
     case let error as MultipartError: publicError(for: error)
+    case let error as ServerCondition: publicError(for: error)
     default: internalError
     }
   }
 
-  // The server answers parser errors it meets before a handler runs with the same status and
-  // code (Sources/Server/ServerResponses.swift); these rows serve errors the App meets itself.
+  // Parser errors the server meets arrive as `ServerCondition.malformedRequest` (ErrorTable+Server.swift).
   static func publicError(for error: HTTPParserError) -> PublicError {
     switch error.status {
     case 414: PublicError(status: 414, code: "uri_too_long", title: "Request line too long")

@@ -69,10 +69,10 @@ final class Connection {
     switch machine.timedOut(now: loop.now) {
     case .none: break
     case .close: close()
-    case .requestTimeout: sendError(ServerResponses.requestTimeout)
+    case .requestTimeout: sendError(.requestTimeout)
     case .abortBody(let received):
       abortConsumer(received)
-      sendError(ServerResponses.requestTimeout)
+      sendError(.requestTimeout)
     }
   }
 
@@ -108,7 +108,7 @@ final class Connection {
       guard maybeReadable, reads < EventLoop.readsPerWakeup else { break }
       if pending.count >= loop.server.configuration.maxReadBuffer {
         // A head larger than the buffer may hold (the parser's own limit should come first).
-        sendError(ServerResponses.parserError(status: 431))
+        sendError(.malformedRequest(HTTPParserError(.headerBlockTooLarge)))
         return
       }
       let result: IOResult<Int>
@@ -160,7 +160,7 @@ final class Connection {
         step = try parser.next(rest)
       } catch {
         abortConsumer(machine.bodyBytesReceived)
-        sendError(ServerResponses.parserError(status: error.status))
+        sendError(.malformedRequest(error))
         return (offset, false)
       }
       offset += step.consumed
@@ -217,7 +217,8 @@ final class Connection {
     guard let consumer else { return }
     self.consumer = nil
     machine.bodyEnded()
-    consumer.end(trailers: trailers, responder: ConnectionResponder(connection: self, sequence: sequence))
+    let responder = ConnectionResponder(connection: self, sequence: sequence, requestID: request?.requestID)
+    consumer.end(trailers: trailers, responder: responder)
   }
 
   private func peerClosed() {
@@ -260,28 +261,35 @@ final class Connection {
 
   private func queueResponse(_ response: HTTPResponse) {
     // Only a final status can end the exchange; anything else is the handler's bug.
-    var response = (200...999).contains(response.status) ? response : ServerResponses.internalError
+    var response = response
+    if !(200...999).contains(response.status) {
+      response = loop.server.response(
+        for: .invalidResponseStatus(response.status), requestID: request?.requestID)
+    }
     var fileFD: Int32?
     if case .file(let path, _, _) = response.body, request?.isHead != true {
       do {
         fileFD = try System.open(path, flags: O_RDONLY)
       } catch {
-        response = ServerResponses.internalError
+        response = loop.server.response(
+          for: .unreadableFile(path: path, errno: error.errno), requestID: request?.requestID)
       }
     }
     let close = machine.responseQueued(now: loop.now)
     writeResponse(response, fileFD: fileFD, close: close)
   }
 
-  /// Protocol errors and timeouts: the body is not read further and the connection closes.
-  private func sendError(_ response: HTTPResponse) {
+  /// Protocol errors and timeouts: the handler's answer to `condition` is sent, the body is
+  /// not read further and the connection closes.
+  private func sendError(_ condition: ServerCondition) {
     machine.errorResponseQueued(now: loop.now)
     if request == nil {
-      // No head was parsed (400, 408, 431 …): still one line in the access log.
+      // No head was parsed (bad request line, slow head …): still one line in the access log.
       let id = loop.requestID(for: HTTPRequestHead(method: "", target: "/"))
       request = RequestInfo(method: "-", path: "-", requestID: id, start: loop.now, isHead: false)
     }
-    writeResponse(response, fileFD: nil, close: true)
+    writeResponse(
+      loop.server.response(for: condition, requestID: request?.requestID), fileFD: nil, close: true)
   }
 
   private func writeResponse(_ response: HTTPResponse, fileFD: Int32?, close: Bool) {
@@ -385,12 +393,14 @@ final class ConnectionResponder: Responder, @unchecked Sendable {
   private let connection: Connection
   private let loop: EventLoop
   private let sequence: UInt64
+  private let requestID: String?
   private let answered = Atomic<Bool>(false)
 
-  init(connection: Connection, sequence: UInt64) {
+  init(connection: Connection, sequence: UInt64, requestID: String?) {
     self.connection = connection
     self.loop = connection.loop
     self.sequence = sequence
+    self.requestID = requestID
   }
 
   func respond(_ response: HTTPResponse) {
@@ -406,7 +416,7 @@ final class ConnectionResponder: Responder, @unchecked Sendable {
   @discardableResult
   func offload(_ work: @escaping @Sendable () -> HTTPResponse) -> Bool {
     let accepted = loop.server.pool.trySubmit { [self] in respond(work()) }
-    if !accepted { respond(ServerResponses.overloaded) }
+    if !accepted { respond(loop.server.response(for: .overloaded, requestID: requestID)) }
     return accepted
   }
 

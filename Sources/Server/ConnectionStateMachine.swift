@@ -10,9 +10,9 @@ import HTTP
 struct ConnectionStateMachine {
   /// Each phase's time limit.
   struct Timeouts: Sendable, Equatable {
-    /// The whole request head must arrive within this (slowloris guard) → 408, close.
+    /// The whole request head must arrive within this (slowloris guard) → `.requestTimeout`, close.
     var header: Duration
-    /// The longest pause between body bytes → handler aborted, 408, close.
+    /// The longest pause between body bytes → handler aborted, `.requestTimeout`, close.
     var bodyIdle: Duration
     /// How long a kept-alive connection may wait for its next request → close.
     var keepAlive: Duration
@@ -59,9 +59,9 @@ struct ConnectionStateMachine {
     case none
     /// Close without a word (idle keep-alive, no bytes yet, or a client that stopped reading).
     case close
-    /// Send 408 and close.
+    /// Answer `.requestTimeout` and close.
     case requestTimeout
-    /// Tell the body consumer, then send 408 and close.
+    /// Tell the body consumer, then answer `.requestTimeout` and close.
     case abortBody(received: UInt64)
   }
 
@@ -196,7 +196,7 @@ struct ConnectionStateMachine {
     return closeAfterResponse
   }
 
-  /// A protocol error or timeout answer (400, 408, 431 …) is being queued; it always closes.
+  /// The answer to a `ServerCondition` (parse error, timeout) is being queued; it always closes.
   mutating func errorResponseQueued(now: Instant) {
     closeAfterResponse = true
     // Whatever the client sent after the bad or late part is still coming.

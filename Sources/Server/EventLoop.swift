@@ -42,6 +42,8 @@ final class EventLoop: @unchecked Sendable {
   private var drainDeadline: Instant?
   private(set) var liveConnections = 0
   var dates = HTTPDateCache()
+  /// This loop's copy of the server's canned over-the-cap answer (its `Date` is rewritten).
+  private var refusal: CannedResponse
   private var requestCounter: UInt64 = 0
   private let requestIDPrefix: String
 
@@ -52,6 +54,7 @@ final class EventLoop: @unchecked Sendable {
     self.wakeFD = try System.eventfd()
     self.scratch = .allocate(byteCount: Self.scratchSize, alignment: 16)
     self.requestIDPrefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
+    self.refusal = server.refusal
     try System.epollControl(epollFD, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: Self.wakeToken)
   }
 
@@ -174,9 +177,10 @@ final class EventLoop: @unchecked Sendable {
       epollFD, EPOLL_CTL_ADD, server.listenFD, events: listenEvents, data: Self.listenToken)
   }
 
-  /// Over the connection cap: a best-effort canned 503, then close.
+  /// Over the connection cap: a best-effort canned `.tooManyConnections` answer, then close.
   private func refuse(_ fd: Int32) {
-    ServerResponses.connectionLimit(date: dates.now()).withUnsafeBytes { _ = try? System.write(fd, $0) }
+    refusal.setDate(dates.now())
+    refusal.bytes.withUnsafeBytes { _ = try? System.write(fd, $0) }
     try? System.close(fd)
   }
 

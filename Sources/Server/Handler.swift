@@ -44,7 +44,13 @@ public struct RequestContext: Sendable {
 /// The application side of the server. `head` runs on an event loop: decide quickly, never
 /// block, never decode. CPU work goes through `Responder.offload`.
 public protocol HTTPHandler: Sendable {
+  /// Decides what to do with a request head.
   func head(_ head: HTTPRequestHead, context: RequestContext) -> HeadDecision
+  /// The response to a condition the server answers on its own (parse error, timeout,
+  /// overload, connection cap, a broken response); `requestID` is nil only for
+  /// `.tooManyConnections`, asked once at start-up. Runs on any thread: quick, never blocking.
+  /// The status must be final (200…999) and the body `.bytes` or `.empty`.
+  func response(for condition: ServerCondition, requestID: String?) -> HTTPResponse
 }
 
 /// The handler's answer to a request head.
@@ -83,7 +89,7 @@ public protocol Responder: Sendable {
   /// Sends an interim 1xx response (e.g. 104 Upload Resumption Supported) before the final one.
   func sendInterim(status: Int, headers: HTTPHeaders)
   /// Runs `work` on the bounded worker pool and responds with its result. When the pool and
-  /// its queue are full, responds 503 with `Retry-After` instead and returns false.
+  /// its queue are full, responds with the handler's `.overloaded` answer and returns false.
   @discardableResult
   func offload(_ work: @escaping @Sendable () -> HTTPResponse) -> Bool
 }

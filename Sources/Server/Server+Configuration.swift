@@ -12,19 +12,19 @@ extension Server {
     public var loopCount = System.coreCount
     /// Worker threads for `Responder.offload` (one per core by default).
     public var workerThreads = System.coreCount
-    /// Offloaded work that may wait for a worker; beyond it requests get 503 + Retry-After.
+    /// Offloaded work that may wait for a worker; beyond it requests get the handler's `.overloaded` answer.
     public var workerQueueLength = 64
-    /// Open connections at most; beyond it a new connection gets a 503 and is closed.
+    /// Open connections at most; beyond it a new connection gets `.tooManyConnections` and is closed.
     public var maxConnections = 16_384
-    /// The whole request head must arrive within this (slowloris guard) → 408.
+    /// The whole request head must arrive within this (slowloris guard) → `.requestTimeout`.
     public var headerTimeout: Duration = .seconds(10)
-    /// Longest silence in the middle of a request body → 408, consumer aborted.
+    /// Longest silence in the middle of a request body → `.requestTimeout`, consumer aborted.
     public var bodyIdleTimeout: Duration = .seconds(30)
     /// How long a kept-alive connection may wait for its next request.
     public var keepAliveTimeout: Duration = .seconds(15)
     /// Longest time a response write may make no progress before the connection is dropped.
     public var writeTimeout: Duration = .seconds(30)
-    /// After an answer that left request bytes unread (413 before the body, 408, 400): how long
+    /// After an answer that left request bytes unread (refused before the body, timeout, parse error): how long
     /// to read and drop what the client still sends before closing (lingering close).
     public var lingerTimeout: Duration = .seconds(2)
     /// On shutdown, in-flight requests get this long before their connections are closed.

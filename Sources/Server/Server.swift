@@ -7,10 +7,14 @@ import Synchronization
 /// An HTTP/1.1 server on epoll: `loopCount` event-loop threads share one listening socket,
 /// CPU work goes to a bounded `WorkerPool`, and SIGTERM/SIGINT (or `shutdown()`) drain it.
 ///
-/// Over `maxConnections`, a new connection is accepted, sent a canned 503 and closed.
+/// Over `maxConnections`, a new connection is accepted, sent the handler's answer to
+/// `.tooManyConnections` (serialised once, at start-up) and closed.
 public final class Server: Sendable {
   public let configuration: Configuration
   let handler: any HTTPHandler
+  /// The answer to connections over `maxConnections`, with the start-up `Date` until a loop
+  /// rewrites it.
+  let refusal: CannedResponse
   /// The pool behind `Responder.offload`.
   public let pool: WorkerPool
   let listenFD: Int32
@@ -30,6 +34,9 @@ public final class Server: Sendable {
     try configuration.validate()
     self.configuration = configuration
     self.handler = handler
+    var dates = HTTPDateCache()
+    self.refusal = CannedResponse(
+      Self.checked(handler.response(for: .tooManyConnections, requestID: nil)), date: dates.now())
     // Writes to a vanished client must fail with EPIPE, not kill the process.
     System.ignoreSIGPIPE()
     let fd = try System.socket(
@@ -131,6 +138,22 @@ public final class Server: Sendable {
   }
 
   func releaseConnection() { openConnections.subtract(1, ordering: .relaxed) }
+
+  /// The handler's answer to `condition`, made safe to write.
+  func response(for condition: ServerCondition, requestID: String?) -> HTTPResponse {
+    Self.checked(handler.response(for: condition, requestID: requestID))
+  }
+
+  // The server writes these without opening files, and a head needs a final status: a
+  // handler breaking that contract gets a bare 500 instead of a crashed loop (a guard against
+  // a bug, not a mapping: every condition's status comes from the handler).
+  private static func checked(_ response: HTTPResponse) -> HTTPResponse {
+    guard (200...999).contains(response.status) else { return HTTPResponse(status: 500) }
+    guard case .file = response.body else { return response }
+    var response = response
+    response.body = .empty
+    return response
+  }
 
   /// A loop removed the listening socket from its epoll set; the last one closes it, so new
   /// connections are refused while the others finish.

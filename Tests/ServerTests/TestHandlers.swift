@@ -80,6 +80,10 @@ struct TestHandler: HTTPHandler {
 }
 
 extension TestHandler {
+  func response(for condition: ServerCondition, requestID: String?) -> HTTPResponse {
+    TestConditions.response(for: condition, requestID: requestID)
+  }
+
   /// `count` bytes of 0, 1, … 250, 0, 1 … (built by doubling: quick even in debug builds).
   static func pattern(_ count: Int) -> [UInt8] {
     var bytes = (0..<251).map { UInt8($0) }
