@@ -28,10 +28,12 @@ public struct SignedURL: Sendable, CustomStringConvertible {
     public func validate() throws(ConfigurationError) {
       if let secret, secret.utf8.count < Self.minimumSecretLength {
         throw ConfigurationError(
-          "signing.secret must be at least \(Self.minimumSecretLength) characters (e.g. openssl rand -base64 32)")
+          "signing.secret must be at least \(Self.minimumSecretLength) characters (e.g. openssl rand -base64 32)"
+        )
       }
       guard (1...Self.maximumTTLSeconds).contains(ttlSeconds) else {
-        throw ConfigurationError("signing.linkTTL must be 1…\(Self.maximumTTLSeconds) seconds, not \(ttlSeconds)")
+        throw ConfigurationError(
+          "signing.linkTTL must be 1…\(Self.maximumTTLSeconds) seconds, not \(ttlSeconds)")
       }
     }
   }
@@ -120,7 +122,8 @@ public struct SignedURL: Sendable, CustomStringConvertible {
     for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
       if pair.hasPrefix("exp=") {
         let text = pair.dropFirst(4)
-        guard exp == nil, (1...12).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+        guard exp == nil, (1...12).contains(text.utf8.count),
+          text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
           text == "0" || !text.hasPrefix("0"), let value = Int(text)
         else { return nil }
         exp = value

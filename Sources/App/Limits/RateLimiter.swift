@@ -61,7 +61,9 @@ public final class RateLimiter: Sendable {
         // max(0, …): a clock that steps back must not drain the bucket.
         bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.updated) * rate)
       } else {
-        if table.count >= configuration.maxTrackedKeys { Self.evict(&table, now: now, rate: rate, burst: burst) }
+        if table.count >= configuration.maxTrackedKeys {
+          Self.evict(&table, now: now, rate: rate, burst: burst)
+        }
         bucket = Bucket(tokens: burst, updated: now)
       }
       bucket.updated = now

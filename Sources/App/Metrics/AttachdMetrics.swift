@@ -41,7 +41,8 @@ public final class AttachdMetrics: Sendable {
   public init(registry: MetricsRegistry = MetricsRegistry()) {
     self.registry = registry
     httpRequests = registry.counter(
-      name: "attachd_http_requests_total", help: "HTTP requests answered, by route template, method and status.",
+      name: "attachd_http_requests_total",
+      help: "HTTP requests answered, by route template, method and status.",
       labelNames: ["route", "method", "status"])
     httpRequestBytes = registry.counter(
       name: "attachd_http_request_bytes_total", help: "Request body bytes received.")
@@ -67,7 +68,8 @@ public final class AttachdMetrics: Sendable {
 
   /// Counts one answered request and its bytes. `route` must be a route template
   /// (`/v1/attachments/{id}`), never the raw path.
-  public func recordRequest(route: String, method: String, status: Int, requestBytes: Int, responseBytes: Int) {
+  public func recordRequest(route: String, method: String, status: Int, requestBytes: Int, responseBytes: Int)
+  {
     let method = Self.knownMethods.contains(method) ? method : "other"
     httpRequests.labels(route, method, String(status)).increment()
     if requestBytes > 0 { httpRequestBytes.increment(by: UInt64(requestBytes)) }

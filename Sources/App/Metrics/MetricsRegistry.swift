@@ -40,7 +40,8 @@ public final class MetricsRegistry: Sendable {
     -> MetricFamily<Histogram>
   {
     let bounds = buckets.filter { $0 != .infinity }
-    precondition(!bounds.isEmpty && zip(bounds, bounds.dropFirst()).allSatisfy { $0 < $1 }, "buckets must increase")
+    precondition(
+      !bounds.isEmpty && zip(bounds, bounds.dropFirst()).allSatisfy { $0 < $1 }, "buckets must increase")
     precondition(!labelNames.contains("le"), "le is the bucket label")
     return register(
       MetricFamily(name: name, help: help, type: "histogram", labelNames: labelNames) {
@@ -81,7 +82,9 @@ public final class MetricsRegistry: Sendable {
 
   /// `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__` (reserved).
   static func isValidLabelName(_ name: String) -> Bool {
-    guard let first = name.utf8.first, !(0x30...0x39).contains(first), !name.hasPrefix("__") else { return false }
+    guard let first = name.utf8.first, !(0x30...0x39).contains(first), !name.hasPrefix("__") else {
+      return false
+    }
     return name.utf8.allSatisfy { $0.isNameCharacter }
   }
 }
@@ -156,7 +159,9 @@ public final class MetricFamily<Child: MetricChild>: RenderableFamily, Sendable 
 
   func render(into out: inout String) {
     out += "# HELP \(name) \(Self.escapeHelp(help))\n# TYPE \(name) \(type)\n"
-    let sorted = children.withLock { $0.map { ($0.key, $0.value) } }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+    let sorted = children.withLock { $0.map { ($0.key, $0.value) } }.sorted {
+      $0.0.lexicographicallyPrecedes($1.0)
+    }
     for (values, child) in sorted {
       var labels = ""
       for (index, (labelName, value)) in zip(labelNames, values).enumerated() {

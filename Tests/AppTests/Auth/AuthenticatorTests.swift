@@ -35,7 +35,8 @@ import Testing
   }
 
   @Test func aKeyWithoutAScopeIsAuthenticatedButLacksIt() throws {
-    guard case .ok(let principal) = authenticator.authenticate(authorizationHeader: "Bearer \(Self.deleteKey)")
+    guard
+      case .ok(let principal) = authenticator.authenticate(authorizationHeader: "Bearer \(Self.deleteKey)")
     else {
       Issue.record("delete key not accepted")
       return
@@ -67,9 +68,12 @@ import Testing
   }
 
   @Test func aWrongKeyIsInvalid() {
-    #expect(authenticator.authenticate(authorizationHeader: "Bearer ak_uploadreadkey0123456789abcdefgX") == .invalid)
+    #expect(
+      authenticator.authenticate(authorizationHeader: "Bearer ak_uploadreadkey0123456789abcdefgX") == .invalid
+    )
     #expect(authenticator.authenticate(authorizationHeader: "Bearer \(Self.uploadKey)x") == .invalid)
-    #expect(authenticator.authenticate(authorizationHeader: "Bearer \(Self.uploadKey.dropLast())") == .invalid)
+    #expect(
+      authenticator.authenticate(authorizationHeader: "Bearer \(Self.uploadKey.dropLast())") == .invalid)
   }
 
   @Test(arguments: [
@@ -92,7 +96,9 @@ import Testing
   @Test(arguments: [0, 7, 15, -1])
   func everyEntryIsComparedWhicheverMatches(matchingIndex: Int) {
     let keys = (0..<16).map { "ak_structural-key-\($0)-0123456789abcdef" }
-    let entries = keys.enumerated().map { HashedKey(tenant: "t\($0.offset)", scopes: [.read], key: $0.element) }
+    let entries = keys.enumerated().map {
+      HashedKey(tenant: "t\($0.offset)", scopes: [.read], key: $0.element)
+    }
     let calls = Mutex<[(Int, Int)]>([])
     let authenticator = Authenticator(entries: entries) { a, b in
       calls.withLock { $0.append((a.count, b.count)) }
@@ -104,7 +110,10 @@ import Testing
     #expect(recorded.count == 16)
     #expect(recorded.allSatisfy { $0 == (32, 32) })
     if matchingIndex >= 0 {
-      #expect(result == .ok(Principal(tenant: "t\(matchingIndex)", scopes: [.read], keyID: entries[matchingIndex].keyID)))
+      #expect(
+        result
+          == .ok(Principal(tenant: "t\(matchingIndex)", scopes: [.read], keyID: entries[matchingIndex].keyID))
+      )
     } else {
       #expect(result == .invalid)
     }
@@ -147,7 +156,9 @@ import Testing
     }
     configuration.keys = []
     configuration.apiKeys = [APIKey(tenant: "acme", key: "short")]
-    #expect(throws: ConfigurationError("auth.apiKeys: entry 1 (tenant acme): key is shorter than 16 characters")) {
+    #expect(
+      throws: ConfigurationError("auth.apiKeys: entry 1 (tenant acme): key is shorter than 16 characters")
+    ) {
       try configuration.validate()
     }
   }

@@ -14,13 +14,15 @@ import Testing
       """
     let keys = try HashedKey.parseList(jsonText: text)
     #expect(keys.count == 2)
-    #expect(keys[0] == HashedKey(tenant: "acme", scopes: [.upload, .read], keySHA256: Hex.decode(Self.digestHex)!))
+    #expect(
+      keys[0] == HashedKey(tenant: "acme", scopes: [.upload, .read], keySHA256: Hex.decode(Self.digestHex)!))
     #expect(keys[1].tenant == "b.2")
     #expect(keys[1].scopes == [.delete])
   }
 
   @Test func theJSONLineParsesBackToTheSameEntry() throws {
-    let entry = HashedKey(tenant: "acme", scopes: [.read, .upload, .delete], key: "ak_some-key-0123456789abcdefghij")
+    let entry = HashedKey(
+      tenant: "acme", scopes: [.read, .upload, .delete], key: "ak_some-key-0123456789abcdefghij")
     #expect(
       entry.jsonLine
         == #"{"tenant":"acme","scopes":["upload","read","delete"],"key_sha256":"\#(Self.digestHex)"}"#)
@@ -38,14 +40,23 @@ import Testing
     ("[1]", "entry 1 must be an object"),
     (#"[{"tenant":"a","scopes":["read"],"key_sha256":"HEX","key":"x"}]"#, "entry 1: unknown member key"),
     (#"[{"scopes":["read"],"key_sha256":"HEX"}]"#, "entry 1: tenant must be a string"),
-    (#"[{"tenant":"a b","scopes":["read"],"key_sha256":"HEX"}]"#, "entry 1: tenant must be 1…64 of A-Z a-z 0-9 - _ ."),
-    (#"[{"tenant":"a","scopes":"read","key_sha256":"HEX"}]"#, "entry 1 (tenant a): scopes must be an array of strings"),
+    (
+      #"[{"tenant":"a b","scopes":["read"],"key_sha256":"HEX"}]"#,
+      "entry 1: tenant must be 1…64 of A-Z a-z 0-9 - _ ."
+    ),
+    (
+      #"[{"tenant":"a","scopes":"read","key_sha256":"HEX"}]"#,
+      "entry 1 (tenant a): scopes must be an array of strings"
+    ),
     (#"[{"tenant":"a","scopes":[],"key_sha256":"HEX"}]"#, "entry 1 (tenant a): at least one scope is needed"),
     (
       #"[{"tenant":"a","scopes":["admin"],"key_sha256":"HEX"}]"#,
       "entry 1 (tenant a): unknown scope \"admin\" (known: upload, read, delete)"
     ),
-    (#"[{"tenant":"a","scopes":["read"],"key_sha256":"abc"}]"#, "entry 1 (tenant a): key_sha256 must be 64 hex digits"),
+    (
+      #"[{"tenant":"a","scopes":["read"],"key_sha256":"abc"}]"#,
+      "entry 1 (tenant a): key_sha256 must be 64 hex digits"
+    ),
     (#"[{"tenant":"a","scopes":["read"]}]"#, "entry 1 (tenant a): key_sha256 must be 64 hex digits"),
     ("not json", "not valid JSON (expected an array of key entries)"),
   ])

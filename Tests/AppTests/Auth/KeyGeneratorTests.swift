@@ -43,7 +43,10 @@ import Testing
     (["new", "--tenant", "acme"], "--scopes is required (e.g. upload,read)"),
     (["new", "--tenant"], "--tenant needs a value"),
     (["new", "--tenant", "a/b", "--scopes", "read"], "--tenant must be 1…64 of A-Z a-z 0-9 - _ ."),
-    (["new", "--tenant", "a", "--scopes", "read,admin"], "--scopes: unknown scope \"admin\" (known: upload, read, delete)"),
+    (
+      ["new", "--tenant", "a", "--scopes", "read,admin"],
+      "--scopes: unknown scope \"admin\" (known: upload, read, delete)"
+    ),
     (["new", "--tenant", "a", "--color", "x"], "unknown option --color"),
     (["new", "--tenant", "a", "--color=x"], "unknown option --color"),
   ])

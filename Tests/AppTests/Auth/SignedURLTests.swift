@@ -34,7 +34,8 @@ import Testing
     let q = query(of: signer.make(id: id, tenant: "acme", expiresAt: now + 60))
     #expect(signer.verify(id: id, query: q, tenantOfID: "evil", now: now) == .invalid)
     #expect(signer.verify(id: id, query: q, tenantOfID: nil, now: now) == .invalid)
-    #expect(signer.verify(id: "att_01HZY3C8XK6W9T5V2Q7R4M1N0Q", query: q, tenantOfID: "acme", now: now) == .invalid)
+    #expect(
+      signer.verify(id: "att_01HZY3C8XK6W9T5V2Q7R4M1N0Q", query: q, tenantOfID: "acme", now: now) == .invalid)
   }
 
   @Test func aChangedExpiryIsInvalidNotExpired() {
@@ -53,7 +54,8 @@ import Testing
       for replacement in ["A", "z", "-"] where String(sig[position]) != replacement {
         var tampered = sig
         tampered.replaceSubrange(position...position, with: replacement)
-        let result = signer.verify(id: id, query: "exp=\(now + 60)&sig=\(tampered)", tenantOfID: "acme", now: now)
+        let result = signer.verify(
+          id: id, query: "exp=\(now + 60)&sig=\(tampered)", tenantOfID: "acme", now: now)
         #expect(result == .invalid, "sig changed at \(sig.distance(from: sig.startIndex, to: position))")
       }
     }
@@ -65,12 +67,13 @@ import Testing
     #expect(signer.verify(id: id, query: q, tenantOfID: "acme", now: now) == .invalid)
   }
 
-  @Test(arguments: [
-    nil, "", "exp=1800000060", "sig=AAAA", "exp=&sig=", "exp=abc&sig=SIG", "exp=-5&sig=SIG",
-    "exp=1800000060&sig=SIG&sig=SIG", "exp=1800000060&exp=1800000060&sig=SIG", "exp=1800000060&sig=SIG=",
-    "exp=1800000060&sig=SIGA", "exp=1800000060&sig=" + String(repeating: "A", count: 43),
-    "exp=1800000060000000&sig=SIG",
-  ] as [String?])
+  @Test(
+    arguments: [
+      nil, "", "exp=1800000060", "sig=AAAA", "exp=&sig=", "exp=abc&sig=SIG", "exp=-5&sig=SIG",
+      "exp=1800000060&sig=SIG&sig=SIG", "exp=1800000060&exp=1800000060&sig=SIG", "exp=1800000060&sig=SIG=",
+      "exp=1800000060&sig=SIGA", "exp=1800000060&sig=" + String(repeating: "A", count: 43),
+      "exp=1800000060000000&sig=SIG",
+    ] as [String?])
   func malformedQueriesAreInvalid(template: String?) {
     let good = query(of: signer.make(id: id, tenant: "acme", expiresAt: 1_800_000_060))
     let sig = String(good[good.range(of: "sig=")!.upperBound...])
@@ -97,7 +100,8 @@ import Testing
   @Test func aConfiguredSecretIsUsedAndNoWarningIsGiven() {
     var warnings: [String] = []
     let configured = SignedURL(
-      configuration: .init(secret: "0123456789abcdef0123456789abcdef", ttlSeconds: 60), warn: { warnings.append($0) })
+      configuration: .init(secret: "0123456789abcdef0123456789abcdef", ttlSeconds: 60),
+      warn: { warnings.append($0) })
     #expect(warnings.isEmpty)
     #expect(configured.ttlSeconds == 60)
     let q = query(of: configured.make(id: id, tenant: "acme", expiresAt: now + 60))
@@ -120,6 +124,8 @@ import Testing
     try SignedURL.Configuration().validate()
     #expect(throws: ConfigurationError.self) { try SignedURL.Configuration(secret: "short").validate() }
     #expect(throws: ConfigurationError.self) { try SignedURL.Configuration(ttlSeconds: 0).validate() }
-    #expect(throws: ConfigurationError.self) { try SignedURL.Configuration(ttlSeconds: 31 * 86_400).validate() }
+    #expect(throws: ConfigurationError.self) {
+      try SignedURL.Configuration(ttlSeconds: 31 * 86_400).validate()
+    }
   }
 }

@@ -50,7 +50,8 @@ import Testing
   }
 
   @Test func aZeroRateTurnsLimitingOff() {
-    let limiter = RateLimiter(configuration: .init(requestsPerSecond: 0, burst: 1), clock: ManualClock().clock)
+    let limiter = RateLimiter(
+      configuration: .init(requestsPerSecond: 0, burst: 1), clock: ManualClock().clock)
     for _ in 0..<1000 { #expect(limiter.acquire(key: "k") == .allowed) }
     #expect(limiter.trackedKeys == 0)
   }
@@ -91,7 +92,8 @@ import Testing
   }
 
   @Test func concurrentCallersNeverGetMoreThanTheBurst() {
-    let limiter = RateLimiter(configuration: .init(requestsPerSecond: 1, burst: 50), clock: ManualClock().clock)
+    let limiter = RateLimiter(
+      configuration: .init(requestsPerSecond: 1, burst: 50), clock: ManualClock().clock)
     let allowed = Atomic<Int>(0)
     DispatchQueue.concurrentPerform(iterations: 8) { _ in
       for _ in 0..<100 where limiter.acquire(key: "shared") == .allowed {
@@ -102,8 +104,14 @@ import Testing
   }
 
   @Test(arguments: [
-    (RateLimiter.Configuration(requestsPerSecond: -1), "limits.requestsPerSecond must be 0 (off) or a positive number"),
-    (RateLimiter.Configuration(requestsPerSecond: .infinity), "limits.requestsPerSecond must be 0 (off) or a positive number"),
+    (
+      RateLimiter.Configuration(requestsPerSecond: -1),
+      "limits.requestsPerSecond must be 0 (off) or a positive number"
+    ),
+    (
+      RateLimiter.Configuration(requestsPerSecond: .infinity),
+      "limits.requestsPerSecond must be 0 (off) or a positive number"
+    ),
     (RateLimiter.Configuration(burst: 0), "limits.burst must be at least 1, not 0"),
     (RateLimiter.Configuration(maxTrackedKeys: 0), "limits.maxTrackedKeys must be at least 1, not 0"),
   ])
@@ -119,7 +127,8 @@ import Testing
 
 @Suite struct UploadConcurrencyLimiterTests {
   @Test func aKeyOverItsCapIsLimitedUntilAnUploadEnds() {
-    let limiter = UploadConcurrencyLimiter(configuration: .init(maxConcurrentUploadsPerKey: 2, retryAfterSeconds: 3))
+    let limiter = UploadConcurrencyLimiter(
+      configuration: .init(maxConcurrentUploadsPerKey: 2, retryAfterSeconds: 3))
     #expect(limiter.acquire(key: "k") == .allowed)
     #expect(limiter.acquire(key: "k") == .allowed)
     #expect(limiter.acquire(key: "k") == .limited(retryAfterSeconds: 3))

@@ -6,10 +6,12 @@ import Testing
 @Suite struct MetricsRegistryTests {
   @Test func aSmallRegistryRendersExactlyInTheTextFormat() {
     let registry = MetricsRegistry()
-    let requests = registry.counter(name: "app_requests_total", help: "Requests.", labelNames: ["route", "status"])
+    let requests = registry.counter(
+      name: "app_requests_total", help: "Requests.", labelNames: ["route", "status"])
     let depth = registry.gauge(name: "app_queue_depth", help: "Queue depth.")
     let latency = registry.histogram(
-      name: "app_seconds", help: "Latency\\in \"s\"\nsecond line.", labelNames: ["stage"], buckets: [0.1, 1, 2.5])
+      name: "app_seconds", help: "Latency\\in \"s\"\nsecond line.", labelNames: ["stage"],
+      buckets: [0.1, 1, 2.5])
     requests.labels("/v1/a", "201").increment()
     requests.labels("/v1/a", "201").increment(by: 2)
     requests.labels("/healthz", "200").increment()
@@ -48,8 +50,10 @@ import Testing
 
   @Test func everyRenderedLineParsesBack() throws {
     let metrics = AttachdMetrics()
-    metrics.recordRequest(route: "/v1/attachments", method: "POST", status: 201, requestBytes: 1000, responseBytes: 300)
-    metrics.recordRequest(route: "/v1/attachments/{id}", method: "BREW", status: 405, requestBytes: 0, responseBytes: 90)
+    metrics.recordRequest(
+      route: "/v1/attachments", method: "POST", status: 201, requestBytes: 1000, responseBytes: 300)
+    metrics.recordRequest(
+      route: "/v1/attachments/{id}", method: "BREW", status: 405, requestBytes: 0, responseBytes: 90)
     metrics.recordStage("decode", seconds: 0.012)
     metrics.recordStage("encode", seconds: 0.2)
     metrics.recordInputFormat("heic")
@@ -61,8 +65,13 @@ import Testing
     metrics.memoryBudgetBytesInUse.set(1 << 20)
     let samples = try PrometheusText.parse(metrics.render())
     #expect(samples.types.count == 11)
-    #expect(samples.value("attachd_http_requests_total", ["route": "/v1/attachments", "method": "POST", "status": "201"]) == 1)
-    #expect(samples.value("attachd_http_requests_total", ["route": "/v1/attachments/{id}", "method": "other", "status": "405"]) == 1)
+    #expect(
+      samples.value(
+        "attachd_http_requests_total", ["route": "/v1/attachments", "method": "POST", "status": "201"]) == 1)
+    #expect(
+      samples.value(
+        "attachd_http_requests_total", ["route": "/v1/attachments/{id}", "method": "other", "status": "405"])
+        == 1)
     #expect(samples.value("attachd_http_request_bytes_total", [:]) == 1000)
     #expect(samples.value("attachd_http_response_bytes_total", [:]) == 390)
     #expect(samples.value("attachd_pipeline_stage_seconds_bucket", ["stage": "decode", "le": "0.01"]) == 0)
@@ -84,7 +93,8 @@ import Testing
 
   @Test func histogramBucketsAreCumulativeAndEndWithTheCount() throws {
     let registry = MetricsRegistry()
-    let h = registry.histogram(name: "h", help: "H.", labelNames: [], buckets: AttachdMetrics.stageBuckets).labels()
+    let h = registry.histogram(name: "h", help: "H.", labelNames: [], buckets: AttachdMetrics.stageBuckets)
+      .labels()
     for i in 0..<1000 { h.observe(Double(i) / 100) }
     let samples = try PrometheusText.parse(registry.render())
     let buckets = samples.lines.filter { $0.name == "h_bucket" }
@@ -120,7 +130,8 @@ import Testing
       let counter = metrics.httpRequests.labels("/v1/attachments", "POST", "201")
       for i in 0..<perThread {
         counter.increment()
-        metrics.recordRequest(route: "/healthz", method: "GET", status: 200, requestBytes: 1, responseBytes: 2)
+        metrics.recordRequest(
+          route: "/healthz", method: "GET", status: 200, requestBytes: 1, responseBytes: 2)
         metrics.uploadsInFlight.increment()
         metrics.uploadsInFlight.decrement()
         metrics.recordStage(thread % 2 == 0 ? "decode" : "encode", seconds: Double(i % 4) * 0.25)
@@ -128,14 +139,21 @@ import Testing
     }
     let samples = try PrometheusText.parse(metrics.render())
     let total = Double(threads * perThread)
-    #expect(samples.value("attachd_http_requests_total", ["route": "/v1/attachments", "method": "POST", "status": "201"]) == total)
-    #expect(samples.value("attachd_http_requests_total", ["route": "/healthz", "method": "GET", "status": "200"]) == total)
+    #expect(
+      samples.value(
+        "attachd_http_requests_total", ["route": "/v1/attachments", "method": "POST", "status": "201"])
+        == total)
+    #expect(
+      samples.value("attachd_http_requests_total", ["route": "/healthz", "method": "GET", "status": "200"])
+        == total)
     #expect(samples.value("attachd_http_request_bytes_total", [:]) == total)
     #expect(samples.value("attachd_http_response_bytes_total", [:]) == 2 * total)
     #expect(samples.value("attachd_uploads_in_flight", [:]) == 0)
     let half = total / 2
     #expect(samples.value("attachd_pipeline_stage_seconds_count", ["stage": "decode"]) == half)
-    #expect(samples.value("attachd_pipeline_stage_seconds_sum", ["stage": "decode"]) == half / 4 * (0 + 0.25 + 0.5 + 0.75))
+    #expect(
+      samples.value("attachd_pipeline_stage_seconds_sum", ["stage": "decode"]) == half / 4
+        * (0 + 0.25 + 0.5 + 0.75))
   }
 
   @Test func invalidNamesAreRecognised() {

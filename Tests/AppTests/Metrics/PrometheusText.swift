@@ -29,7 +29,9 @@ struct PrometheusText {
       let line = String(raw)
       if line.hasPrefix("# HELP ") {
         let rest = line.dropFirst(7)
-        guard let space = rest.firstIndex(of: " ") else { throw FormatError(description: "bad HELP: \(line)") }
+        guard let space = rest.firstIndex(of: " ") else {
+          throw FormatError(description: "bad HELP: \(line)")
+        }
         result.help[String(rest[..<space])] = String(rest[rest.index(after: space)...])
       } else if line.hasPrefix("# TYPE ") {
         let parts = line.dropFirst(7).split(separator: " ")
@@ -44,7 +46,8 @@ struct PrometheusText {
         currentFamily = name
       } else {
         let sample = try parseSample(line)
-        guard let family = currentFamily, sample.name == family || belongsToHistogram(sample.name, family, result)
+        guard let family = currentFamily,
+          sample.name == family || belongsToHistogram(sample.name, family, result)
         else { throw FormatError(description: "sample outside its family: \(line)") }
         result.lines.append(sample)
       }
@@ -63,7 +66,9 @@ struct PrometheusText {
       name.unicodeScalars.append(c)
       chars.removeFirst()
     }
-    guard !name.isEmpty, MetricsRegistry.isValidName(name) else { throw FormatError(description: "bad name: \(line)") }
+    guard !name.isEmpty, MetricsRegistry.isValidName(name) else {
+      throw FormatError(description: "bad name: \(line)")
+    }
     var labels: [String: String] = [:]
     if chars.first == "{" {
       chars.removeFirst()
@@ -73,10 +78,14 @@ struct PrometheusText {
           labelName.unicodeScalars.append(c)
           chars.removeFirst()
         }
-        guard chars.popFirst() == "=", chars.popFirst() == "\"" else { throw FormatError(description: "bad label: \(line)") }
+        guard chars.popFirst() == "=", chars.popFirst() == "\"" else {
+          throw FormatError(description: "bad label: \(line)")
+        }
         var value = ""
         while true {
-          guard let c = chars.popFirst() else { throw FormatError(description: "unterminated value: \(line)") }
+          guard let c = chars.popFirst() else {
+            throw FormatError(description: "unterminated value: \(line)")
+          }
           if c == "\"" { break }
           if c == "\\" {
             switch chars.popFirst() {
