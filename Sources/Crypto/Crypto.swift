@@ -1,4 +1,0 @@
-// Crypto module.
-private import CCrypto
-
-enum LinkCheck { static func v() -> UInt { OpenSSL_version_num() } }

@@ -1,0 +1,179 @@
+import Foundation
+
+/// The index of attachments, tenants and idempotency keys (SQLite today; PostgreSQL later).
+///
+/// Every method may be called from many threads at once; each is atomic. Errors are
+/// `StorageError`. Lookups take `tenant` so that another tenant's id is indistinguishable from
+/// a missing one, and `now` so that an expired row is invisible even before it is swept.
+public protocol AttachmentIndex: Sendable {
+  /// Adds a row; throws `.conflict` when the id exists.
+  func insert(_ record: AttachmentRecord) throws
+
+  /// The tenant's unexpired attachment with this id, or nil (also for another tenant's id).
+  func attachment(tenant: String, id: String, now: Date) throws -> AttachmentRecord?
+
+  /// Deletes the tenant's attachment; returns the removed row, or nil when there was none.
+  func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord?
+
+  /// Deletes up to `limit` rows that expired at or before `now`; returns them.
+  func deleteExpired(now: Date, limit: Int) throws -> [AttachmentRecord]
+
+  /// How many rows (expired or not) refer to the blob.
+  func referenceCount(of blob: BlobHash) throws -> Int
+
+  /// Counts for metrics.
+  func statistics() throws -> IndexStatistics
+
+  /// Sets (or with nil, clears) a tenant's retention override in seconds.
+  func setRetention(_ retention: TimeInterval?, tenant: String) throws
+
+  /// The tenant's retention override in seconds, or nil when it uses the default.
+  func retention(tenant: String) throws -> TimeInterval?
+
+  /// Atomically claims an idempotency key, or reports the claim or answer already there.
+  ///
+  /// A key older than `lifetime` counts as absent and is claimed afresh.
+  func beginIdempotent(tenant: String, key: String, fingerprint: String, now: Date, lifetime: TimeInterval)
+    throws -> IdempotencyBegin
+
+  /// Stores the answer of a claimed key; later `beginIdempotent` calls return it.
+  func completeIdempotent(tenant: String, key: String, response: StoredResponse) throws
+
+  /// Releases a claim whose request failed without an answer worth repeating.
+  func abandonIdempotent(tenant: String, key: String) throws
+
+  /// Releases every running claim: called at start-up, when no request of an earlier process
+  /// can still be running (the embedded index belongs to one process).
+  func abandonAllRunningIdempotent() throws
+
+  /// Deletes idempotency keys created at or before `cutoff`; returns how many.
+  func purgeIdempotent(createdBefore cutoff: Date) throws -> Int
+
+  /// Throws unless a write can be committed now (for readiness checks).
+  func checkWritable(now: Date) throws
+}
+
+/// One stored attachment, as the API's JSON record describes it.
+public struct AttachmentRecord: Sendable, Hashable {
+  /// Random public id, e.g. `att_…`; unrelated to the content.
+  public var id: String
+  /// The owning tenant.
+  public var tenant: String
+  /// The stored bytes' content address (also the `sha256` field and a strong ETag).
+  public var blob: BlobHash
+  /// The stored bytes' media type (`image/jpeg`).
+  public var contentType: String
+  /// Stored image width in pixels.
+  public var width: Int
+  /// Stored image height in pixels.
+  public var height: Int
+  /// Stored size in bytes.
+  public var bytes: Int
+  /// What the client sent.
+  public var source: SourceInfo
+  /// When it was stored (whole seconds).
+  public var createdAt: Date
+  /// When it stops being served and becomes eligible for sweeping (whole seconds).
+  public var expiresAt: Date
+
+  /// A record with every field given.
+  public init(
+    id: String, tenant: String, blob: BlobHash, contentType: String, width: Int, height: Int, bytes: Int,
+    source: SourceInfo, createdAt: Date, expiresAt: Date
+  ) {
+    self.id = id
+    self.tenant = tenant
+    self.blob = blob
+    self.contentType = contentType
+    self.width = width
+    self.height = height
+    self.bytes = bytes
+    self.source = source
+    self.createdAt = createdAt
+    self.expiresAt = expiresAt
+  }
+}
+
+/// What the uploaded original was (the record's `source` object).
+public struct SourceInfo: Sendable, Hashable {
+  /// Sniffed format: `jpeg`, `heic`, `png`, …
+  public var format: String
+  /// Original width in pixels (before orientation).
+  public var width: Int
+  /// Original height in pixels (before orientation).
+  public var height: Int
+  /// Original size in bytes.
+  public var bytes: Int
+  /// Applied orientation 1…8.
+  public var orientation: Int
+  /// Where the orientation came from (`exif`, `heif-transform`, …), when known.
+  public var orientationSource: String?
+  /// Name of the colour profile converted from (`Display P3`, …), when there was one.
+  public var colourProfile: String?
+
+  /// A source description.
+  public init(
+    format: String, width: Int, height: Int, bytes: Int, orientation: Int = 1,
+    orientationSource: String? = nil, colourProfile: String? = nil
+  ) {
+    self.format = format
+    self.width = width
+    self.height = height
+    self.bytes = bytes
+    self.orientation = orientation
+    self.orientationSource = orientationSource
+    self.colourProfile = colourProfile
+  }
+}
+
+/// The outcome of claiming an idempotency key.
+public enum IdempotencyBegin: Sendable, Hashable {
+  /// The key was free and is now claimed by this request: process it, then complete or abandon.
+  case started
+  /// Another request with this key is still running (HTTP 409).
+  case inProgress
+  /// The first request finished; repeat its answer.
+  case completed(StoredResponse)
+  /// The key was used with a different request (another fingerprint; HTTP 422).
+  case mismatch
+}
+
+/// The answer remembered for an idempotency key.
+public struct StoredResponse: Sendable, Hashable {
+  /// HTTP status.
+  public var status: Int
+  /// Response headers worth repeating (e.g. `Content-Type`, `Location`).
+  public var headers: [String: String]
+  /// Response body.
+  public var body: [UInt8]
+
+  /// A stored answer.
+  public init(status: Int, headers: [String: String] = [:], body: [UInt8]) {
+    self.status = status
+    self.headers = headers
+    self.body = body
+  }
+}
+
+/// Counts for `/metrics`.
+public struct IndexStatistics: Sendable, Hashable {
+  /// Attachment rows (including expired ones not yet swept).
+  public var attachments: Int
+  /// Sum of the rows' sizes (a shared blob counts once per row).
+  public var attachmentBytes: Int
+  /// Distinct blobs referred to.
+  public var blobs: Int
+  /// Bytes of distinct blobs referred to (what the disk holds, less unreferenced blobs).
+  public var blobBytes: Int
+  /// Idempotency keys held.
+  public var idempotencyKeys: Int
+
+  /// Statistics with every field given.
+  public init(attachments: Int, attachmentBytes: Int, blobs: Int, blobBytes: Int, idempotencyKeys: Int) {
+    self.attachments = attachments
+    self.attachmentBytes = attachmentBytes
+    self.blobs = blobs
+    self.blobBytes = blobBytes
+    self.idempotencyKeys = idempotencyKeys
+  }
+}

@@ -1,0 +1,263 @@
+private import Crypto
+import Foundation
+import Synchronization
+
+/// What the App calls: stores, finds, deletes and sweeps attachments over a blob store and an index.
+///
+/// Order of writes: the blob first (durable), then the index row. A crash between the two leaves
+/// an unreferenced blob that `sweep` collects after `sweepGrace`; never a row without its blob.
+/// A blob a `store` call is writing is pinned in memory until its row is committed, so neither
+/// `delete` nor `sweep` can remove a deduplicated blob an in-flight upload is about to refer to.
+public final class AttachmentStore: Sendable {
+  /// Retention, sweeping and idempotency settings.
+  public struct Configuration: Sendable {
+    /// How long an attachment lives when neither the call nor the tenant says otherwise (30 days).
+    public var defaultRetention: TimeInterval
+    /// How old an unreferenced blob must be before `sweep` deletes it (1 hour).
+    public var sweepGrace: TimeInterval
+    /// How long an idempotency key is remembered (24 hours).
+    public var idempotencyLifetime: TimeInterval
+    /// Expired rows deleted per index transaction while sweeping.
+    public var sweepBatch: Int
+
+    /// The defaults.
+    public init(
+      defaultRetention: TimeInterval = 30 * 86_400, sweepGrace: TimeInterval = 3_600,
+      idempotencyLifetime: TimeInterval = 86_400, sweepBatch: Int = 500
+    ) {
+      self.defaultRetention = defaultRetention
+      self.sweepGrace = sweepGrace
+      self.idempotencyLifetime = idempotencyLifetime
+      self.sweepBatch = sweepBatch
+    }
+
+    /// Throws `.invalidArgument` for settings that cannot work.
+    public func validate() throws {
+      guard defaultRetention > 0, sweepGrace >= 0, idempotencyLifetime > 0, sweepBatch > 0 else {
+        throw StorageError(
+          .invalidArgument, "retention, grace, idempotency lifetime and batch must be positive")
+      }
+    }
+  }
+
+  /// What one `sweep` removed.
+  public struct SweepReport: Sendable, Hashable {
+    /// Expired attachment rows deleted.
+    public var expiredAttachments = 0
+    /// Blobs deleted because nothing referred to them any more.
+    public var deletedBlobs = 0
+    /// Bytes of those blobs.
+    public var deletedBlobBytes = 0
+    /// Idempotency keys older than their lifetime deleted.
+    public var purgedIdempotencyKeys = 0
+
+    /// An empty report.
+    public init() {}
+  }
+
+  /// The blob store underneath.
+  public let blobs: any BlobStore
+  /// The index underneath.
+  public let index: any AttachmentIndex
+  /// The settings in force.
+  public let configuration: Configuration
+  private let clock: @Sendable () -> Date
+  private let pins = Mutex<[BlobHash: Int]>([:])
+
+  /// A store over `blobs` and `index`; `now` is the clock (injected by tests).
+  ///
+  /// Releases idempotency claims of an earlier process: the index must belong to this process.
+  public init(
+    blobs: any BlobStore, index: any AttachmentIndex, configuration: Configuration = Configuration(),
+    now: @escaping @Sendable () -> Date = { Date() }
+  ) throws {
+    try configuration.validate()
+    self.blobs = blobs
+    self.index = index
+    self.configuration = configuration
+    self.clock = now
+    try index.abandonAllRunningIdempotent()
+  }
+
+  /// The embedded default: blobs under `directory/blobs`, index in `directory/index.sqlite`.
+  public static func embedded(
+    directory: String, configuration: Configuration = Configuration(),
+    synchronous: SQLiteIndex.Configuration.Synchronous = .full,
+    now: @escaping @Sendable () -> Date = { Date() }
+  ) throws -> AttachmentStore {
+    let blobs = try FileBlobStore(root: directory)
+    let index = try SQLiteIndex(
+      configuration: SQLiteIndex.Configuration(path: directory + "/index.sqlite", synchronous: synchronous))
+    return try AttachmentStore(blobs: blobs, index: index, configuration: configuration, now: now)
+  }
+
+  /// The current time by the injected clock.
+  public var now: Date { clock() }
+
+  // MARK: - Attachments
+
+  /// Stores a processed image and its record; returns the record (its `id` is new and random).
+  ///
+  /// `retention` overrides the tenant's and the default retention for this attachment.
+  public func store(
+    tenant: String, bytes: UnsafeRawBufferPointer, contentType: String = "image/jpeg", width: Int,
+    height: Int,
+    source: SourceInfo, retention: TimeInterval? = nil
+  ) throws -> AttachmentRecord {
+    let lifetime = try retention ?? index.retention(tenant: tenant) ?? configuration.defaultRetention
+    let hash = BlobHash.of(bytes)
+    pin(hash)
+    defer { unpin(hash) }
+    _ = try blobs.put(bytes, sha256: hash)
+    // Whole seconds, so the record returned equals the one read back later.
+    let created = Date(timeIntervalSince1970: clock().timeIntervalSince1970.rounded(.down))
+    var record = AttachmentRecord(
+      id: SecureRandom.identifier(prefix: "att_"), tenant: tenant, blob: hash, contentType: contentType,
+      width: width, height: height, bytes: bytes.count, source: source, createdAt: created,
+      expiresAt: created.addingTimeInterval(lifetime.rounded(.down)))
+    do {
+      try index.insert(record)
+    } catch let error as StorageError where error.code == .conflict {
+      // 128 random bits do not collide; if they ever did, a second draw settles it.
+      record.id = SecureRandom.identifier(prefix: "att_")
+      try index.insert(record)
+    }
+    return record
+  }
+
+  /// Stores an array's bytes; see `store(tenant:bytes:contentType:width:height:source:retention:)`.
+  public func store(
+    tenant: String, bytes: [UInt8], contentType: String = "image/jpeg", width: Int, height: Int,
+    source: SourceInfo, retention: TimeInterval? = nil
+  ) throws -> AttachmentRecord {
+    try bytes.withUnsafeBytes {
+      try store(
+        tenant: tenant, bytes: $0, contentType: contentType, width: width, height: height, source: source,
+        retention: retention)
+    }
+  }
+
+  /// The tenant's live attachment, or nil when missing, expired or another tenant's.
+  public func get(tenant: String, id: String) throws -> AttachmentRecord? {
+    try index.attachment(tenant: tenant, id: id, now: clock())
+  }
+
+  /// The stored bytes of a record (or the bytes in `range`, clamped).
+  public func read(_ record: AttachmentRecord, range: Range<Int>? = nil) throws -> [UInt8] {
+    try blobs.read(record.blob, range: range)
+  }
+
+  /// A local file holding the record's bytes (for `sendfile`), when the blob store has one.
+  public func path(for record: AttachmentRecord) -> String? { blobs.path(for: record.blob) }
+
+  /// Deletes the tenant's attachment at once; its blob goes when no other row refers to it.
+  ///
+  /// Returns false when there was no live attachment of that tenant with that id.
+  @discardableResult
+  public func delete(tenant: String, id: String) throws -> Bool {
+    let current = clock()
+    guard let removed = try index.deleteAttachment(tenant: tenant, id: id) else { return false }
+    // Failing to remove the blob now is harmless: the sweeper removes unreferenced blobs.
+    _ = try? collect(removed.blob)
+    return removed.expiresAt > current
+  }
+
+  // MARK: - Sweeping
+
+  /// Deletes expired rows, then unreferenced blobs older than the grace period, then old
+  /// idempotency keys. Safe to run while uploads are in flight.
+  ///
+  /// Walks every blob once: run it periodically (e.g. hourly), not per request.
+  public func sweep() throws -> SweepReport {
+    let current = clock()
+    var report = SweepReport()
+    while true {
+      let expired = try index.deleteExpired(now: current, limit: configuration.sweepBatch)
+      report.expiredAttachments += expired.count
+      for blob in Set(expired.map(\.blob)) {
+        if let size = try collect(blob) {
+          report.deletedBlobs += 1
+          report.deletedBlobBytes += size
+        }
+      }
+      if expired.count < configuration.sweepBatch { break }
+    }
+    // Blobs no row refers to: a crash between blob and row, or a delete whose blob removal failed.
+    let cutoff = current.addingTimeInterval(-configuration.sweepGrace)
+    var candidates: [BlobHash] = []
+    try blobs.forEachBlob { info in
+      if info.modified < cutoff { candidates.append(info.hash) }
+    }
+    for blob in candidates {
+      if let size = try collect(blob) {
+        report.deletedBlobs += 1
+        report.deletedBlobBytes += size
+      }
+    }
+    report.purgedIdempotencyKeys = try index.purgeIdempotent(
+      createdBefore: current.addingTimeInterval(-configuration.idempotencyLifetime))
+    return report
+  }
+
+  // MARK: - Idempotency
+
+  /// Claims `key` for this tenant's request (see `AttachmentIndex.beginIdempotent`).
+  public func beginIdempotent(tenant: String, key: String, fingerprint: String) throws -> IdempotencyBegin {
+    try index.beginIdempotent(
+      tenant: tenant, key: key, fingerprint: fingerprint, now: clock(),
+      lifetime: configuration.idempotencyLifetime)
+  }
+
+  /// Stores the answer for a claimed key.
+  public func completeIdempotent(tenant: String, key: String, response: StoredResponse) throws {
+    try index.completeIdempotent(tenant: tenant, key: key, response: response)
+  }
+
+  /// Releases a claimed key whose request failed, so that a retry can run.
+  public func abandonIdempotent(tenant: String, key: String) throws {
+    try index.abandonIdempotent(tenant: tenant, key: key)
+  }
+
+  // MARK: - Tenants, health, metrics
+
+  /// Sets (or with nil, clears) a tenant's retention override, in seconds.
+  public func setRetention(_ retention: TimeInterval?, tenant: String) throws {
+    try index.setRetention(retention, tenant: tenant)
+  }
+
+  /// Throws the reason when a blob or an index row could not be written now.
+  public func checkWritable() throws {
+    try blobs.checkWritable()
+    try index.checkWritable(now: clock())
+  }
+
+  /// True when both blobs and index accept writes (for `/readyz`).
+  public func isWritable() -> Bool { (try? checkWritable()) != nil }
+
+  /// Counts for `/metrics`.
+  public func statistics() throws -> IndexStatistics { try index.statistics() }
+
+  // MARK: - Pins
+
+  private func pin(_ hash: BlobHash) {
+    pins.withLock { $0[hash, default: 0] += 1 }
+  }
+
+  private func unpin(_ hash: BlobHash) {
+    pins.withLock { pins in
+      if let count = pins[hash], count > 1 { pins[hash] = count - 1 } else { pins[hash] = nil }
+    }
+  }
+
+  /// Deletes the blob when it is neither pinned nor referenced; returns its size when deleted.
+  ///
+  /// Runs under the pin lock, so a `store` cannot pin (and reuse) the blob between the check
+  /// and the deletion; a `store` that pins afterwards finds it gone and writes it again.
+  private func collect(_ hash: BlobHash) throws -> Int? {
+    try pins.withLock { pins -> Int? in
+      guard pins[hash] == nil, try index.referenceCount(of: hash) == 0 else { return nil }
+      let size = (try? blobs.size(of: hash)) ?? 0
+      return try blobs.delete(hash) ? size : nil
+    }
+  }
+}

@@ -1,0 +1,40 @@
+/// An error from the storage layer; `description` is for logs only, never for clients.
+public struct StorageError: Error, Sendable, CustomStringConvertible {
+  /// What kind of failure this is; the App maps codes to HTTP statuses.
+  public struct Code: Hashable, Sendable, CustomStringConvertible {
+    private enum Base: String, Hashable, Sendable {
+      case notFound, io, database, busy, corrupt, invalidArgument, conflict
+    }
+    private let base: Base
+
+    /// The blob or row does not exist.
+    public static let notFound = Code(base: .notFound)
+    /// A file-system call failed (disk full, permissions, …).
+    public static let io = Code(base: .io)
+    /// The index database reported an error.
+    public static let database = Code(base: .database)
+    /// The index database stayed locked past the busy timeout.
+    public static let busy = Code(base: .busy)
+    /// Stored data is not what it should be (bad hash, truncated blob).
+    public static let corrupt = Code(base: .corrupt)
+    /// The caller passed a value the store cannot accept.
+    public static let invalidArgument = Code(base: .invalidArgument)
+    /// A unique key already exists.
+    public static let conflict = Code(base: .conflict)
+
+    public var description: String { base.rawValue }
+  }
+
+  /// The kind of failure.
+  public let code: Code
+  /// Details for the log: the failing call, errno, SQLite's message. Never sent to clients.
+  public let detail: String
+
+  /// An error of `code` with log `detail`.
+  public init(_ code: Code, _ detail: String) {
+    self.code = code
+    self.detail = detail
+  }
+
+  public var description: String { "storage \(code): \(detail)" }
+}

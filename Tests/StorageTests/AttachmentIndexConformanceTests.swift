@@ -1,0 +1,262 @@
+import Dispatch
+import Foundation
+import Storage
+import Testing
+
+/// Makes one `AttachmentIndex` implementation in a fresh directory; the suite runs once per factory.
+struct IndexFactory: Sendable, CustomTestStringConvertible {
+  let name: String
+  let make: @Sendable (String) throws -> any AttachmentIndex
+  var testDescription: String { name }
+
+  // Add PostgreSQL here when it exists. The in-memory index proves the suite is generic.
+  static let all: [IndexFactory] = [
+    IndexFactory(name: "SQLiteIndex") { try SQLiteIndex(path: $0 + "/index.sqlite") },
+    IndexFactory(name: "SQLiteIndex(NORMAL)") {
+      try SQLiteIndex(configuration: .init(path: $0 + "/index.sqlite", synchronous: .normal))
+    },
+    IndexFactory(name: "InMemoryIndex") { _ in InMemoryIndex() },
+  ]
+}
+
+private let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+private func record(
+  _ id: String, tenant: String = "acme", blobSeed: UInt64 = 1, bytes: Int = 1_000, created: Date = t0,
+  lifetime: TimeInterval = 86_400, source: SourceInfo = sampleSource
+) -> AttachmentRecord {
+  AttachmentRecord(
+    id: id, tenant: tenant, blob: BlobHash.of(sampleBytes(8, seed: blobSeed)), contentType: "image/jpeg",
+    width: 2048, height: 1536, bytes: bytes, source: source, createdAt: created,
+    expiresAt: created.addingTimeInterval(lifetime))
+}
+
+@Suite struct AttachmentIndexConformanceTests {
+  @Test(arguments: IndexFactory.all)
+  func insertedRecordReadsBackEqual(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let full = record("att_1")
+    let bare = record(
+      "att_2", source: SourceInfo(format: "png", width: 10, height: 20, bytes: 300))
+    try index.insert(full)
+    try index.insert(bare)
+    #expect(try index.attachment(tenant: "acme", id: "att_1", now: t0) == full)
+    #expect(try index.attachment(tenant: "acme", id: "att_2", now: t0) == bare)
+    #expect(try index.attachment(tenant: "acme", id: "att_3", now: t0) == nil)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func anotherTenantsIdLooksExactlyLikeAMissingOne(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    try index.insert(record("att_1", tenant: "acme"))
+    #expect(try index.attachment(tenant: "evil", id: "att_1", now: t0) == nil)
+    #expect(try index.deleteAttachment(tenant: "evil", id: "att_1") == nil)
+    #expect(try index.attachment(tenant: "acme", id: "att_1", now: t0) != nil)
+    #expect(try index.deleteAttachment(tenant: "acme", id: "att_1")?.id == "att_1")
+    #expect(try index.attachment(tenant: "acme", id: "att_1", now: t0) == nil)
+    #expect(try index.deleteAttachment(tenant: "acme", id: "att_1") == nil)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func duplicateIdIsAConflict(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    try index.insert(record("att_1"))
+    let error = #expect(throws: StorageError.self) { try index.insert(record("att_1", tenant: "other")) }
+    #expect(error?.code == .conflict)
+    #expect(try index.attachment(tenant: "acme", id: "att_1", now: t0) != nil)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func expiredRecordIsInvisibleBeforeItIsSwept(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    try index.insert(record("att_1", lifetime: 60))
+    #expect(try index.attachment(tenant: "acme", id: "att_1", now: t0.addingTimeInterval(59)) != nil)
+    #expect(try index.attachment(tenant: "acme", id: "att_1", now: t0.addingTimeInterval(60)) == nil)
+    #expect(try index.referenceCount(of: record("x").blob) == 1)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func deleteExpiredRemovesOnlyExpiredRowsInBatches(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    for number in 0..<5 { try index.insert(record("att_old\(number)", lifetime: 10)) }
+    try index.insert(record("att_new", lifetime: 1_000))
+    let now = t0.addingTimeInterval(100)
+    let first = try index.deleteExpired(now: now, limit: 3)
+    let second = try index.deleteExpired(now: now, limit: 3)
+    let third = try index.deleteExpired(now: now, limit: 3)
+    #expect(first.count == 3)
+    #expect(second.count == 2)
+    #expect(third.isEmpty)
+    #expect(Set((first + second).map(\.id)) == Set((0..<5).map { "att_old\($0)" }))
+    #expect(try index.attachment(tenant: "acme", id: "att_new", now: now) != nil)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func referenceCountFollowsRowsSharingABlob(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let shared = record("att_a").blob
+    try index.insert(record("att_a", tenant: "acme"))
+    try index.insert(record("att_b", tenant: "beta"))
+    try index.insert(record("att_c", blobSeed: 2))
+    #expect(try index.referenceCount(of: shared) == 2)
+    _ = try index.deleteAttachment(tenant: "acme", id: "att_a")
+    #expect(try index.referenceCount(of: shared) == 1)
+    _ = try index.deleteAttachment(tenant: "beta", id: "att_b")
+    #expect(try index.referenceCount(of: shared) == 0)
+    #expect(try index.referenceCount(of: record("x", blobSeed: 2).blob) == 1)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func statisticsCountRowsBytesAndDistinctBlobs(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    #expect(
+      try index.statistics()
+        == IndexStatistics(attachments: 0, attachmentBytes: 0, blobs: 0, blobBytes: 0, idempotencyKeys: 0))
+    try index.insert(record("att_a", blobSeed: 1, bytes: 100))
+    try index.insert(record("att_b", blobSeed: 1, bytes: 100))
+    try index.insert(record("att_c", blobSeed: 2, bytes: 50))
+    _ = try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60)
+    #expect(
+      try index.statistics()
+        == IndexStatistics(attachments: 3, attachmentBytes: 250, blobs: 2, blobBytes: 150, idempotencyKeys: 1)
+    )
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func retentionOverrideIsPerTenantAndClearable(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    #expect(try index.retention(tenant: "acme") == nil)
+    try index.setRetention(3_600, tenant: "acme")
+    try index.setRetention(90.5, tenant: "beta")
+    #expect(try index.retention(tenant: "acme") == 3_600)
+    #expect(try index.retention(tenant: "beta") == 90.5)
+    try index.setRetention(7_200, tenant: "acme")
+    #expect(try index.retention(tenant: "acme") == 7_200)
+    try index.setRetention(nil, tenant: "acme")
+    #expect(try index.retention(tenant: "acme") == nil)
+    #expect(try index.retention(tenant: "beta") == 90.5)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func idempotencyKeyMovesFromStartedToInProgressToCompleted(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    func begin(_ tenant: String = "acme", _ fingerprint: String = "fp1", at now: Date = t0) throws
+      -> IdempotencyBegin
+    {
+      try index.beginIdempotent(
+        tenant: tenant, key: "key-1", fingerprint: fingerprint, now: now, lifetime: 86_400)
+    }
+    #expect(try begin() == .started)
+    #expect(try begin() == .inProgress)
+    #expect(try begin("acme", "fp2") == .mismatch)
+    // Keys are per tenant.
+    #expect(try begin("beta") == .started)
+    let response = StoredResponse(
+      status: 201, headers: ["Location": "/v1/attachments/att_1", "Content-Type": "application/json"],
+      body: Array(#"{"id":"att_1"}"#.utf8))
+    try index.completeIdempotent(tenant: "acme", key: "key-1", response: response)
+    #expect(try begin() == .completed(response))
+    #expect(try begin(at: t0.addingTimeInterval(86_399)) == .completed(response))
+    #expect(try begin("acme", "fp2") == .mismatch)
+    // After its lifetime the key is free again.
+    #expect(try begin("acme", "fp2", at: t0.addingTimeInterval(86_400)) == .started)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func abandonedKeyCanStartAgainButACompletedOneCannotBeAbandoned(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let begin = {
+      try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60)
+    }
+    #expect(try begin() == .started)
+    try index.abandonIdempotent(tenant: "acme", key: "k")
+    #expect(try begin() == .started)
+    let response = StoredResponse(status: 201, body: [])
+    try index.completeIdempotent(tenant: "acme", key: "k", response: response)
+    try index.abandonIdempotent(tenant: "acme", key: "k")
+    #expect(try begin() == .completed(response))
+    let error = #expect(throws: StorageError.self) {
+      try index.completeIdempotent(tenant: "acme", key: "unclaimed", response: response)
+    }
+    #expect(error?.code == .notFound)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func startUpReleasesRunningClaimsAndPurgeDropsOldKeys(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let response = StoredResponse(status: 200, body: [1, 2, 3])
+    _ = try index.beginIdempotent(tenant: "acme", key: "running", fingerprint: "f", now: t0, lifetime: 600)
+    _ = try index.beginIdempotent(tenant: "acme", key: "done", fingerprint: "f", now: t0, lifetime: 600)
+    try index.completeIdempotent(tenant: "acme", key: "done", response: response)
+    try index.abandonAllRunningIdempotent()
+    #expect(
+      try index.beginIdempotent(tenant: "acme", key: "running", fingerprint: "f", now: t0, lifetime: 600)
+        == .started)
+    #expect(
+      try index.beginIdempotent(tenant: "acme", key: "done", fingerprint: "f", now: t0, lifetime: 600)
+        == .completed(response))
+    _ = try index.beginIdempotent(
+      tenant: "acme", key: "later", fingerprint: "f", now: t0.addingTimeInterval(500), lifetime: 600)
+    #expect(try index.purgeIdempotent(createdBefore: t0.addingTimeInterval(100)) == 2)
+    #expect(try index.statistics().idempotencyKeys == 1)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func concurrentBeginsWithOneKeyStartExactlyOnce(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let outcomes = Failures()
+    DispatchQueue.concurrentPerform(iterations: 16) { _ in
+      do {
+        let result = try index.beginIdempotent(
+          tenant: "acme", key: "same", fingerprint: "f", now: t0, lifetime: 60)
+        outcomes.add("\(result)")
+      } catch {
+        outcomes.add("error \(error)")
+      }
+    }
+    #expect(outcomes.all.filter { $0 == "started" }.count == 1)
+    #expect(outcomes.all.filter { $0 == "inProgress" }.count == 15)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func concurrentInsertsAndReadsAllSucceed(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let failures = Failures()
+    DispatchQueue.concurrentPerform(iterations: 16) { worker in
+      do {
+        for number in 0..<20 {
+          let id = "att_\(worker)_\(number)"
+          try index.insert(record(id, tenant: "t\(worker)", blobSeed: UInt64(number)))
+          if try index.attachment(tenant: "t\(worker)", id: id, now: t0)?.id != id {
+            failures.add("lost \(id)")
+          }
+        }
+      } catch {
+        failures.add("worker \(worker): \(error)")
+      }
+    }
+    #expect(failures.all.isEmpty, "\(failures.all)")
+    #expect(try index.statistics().attachments == 320)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func freshIndexIsWritable(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    try index.checkWritable(now: t0)
+    try index.checkWritable(now: t0.addingTimeInterval(1))
+  }
+}

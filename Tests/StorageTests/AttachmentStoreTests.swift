@@ -1,0 +1,238 @@
+import Crypto
+import Dispatch
+import Foundation
+import Storage
+import Synchronization
+import Testing
+
+@Suite struct AttachmentStoreTests {
+  private func embedded(
+    _ directory: TemporaryDirectory, clock: TestClock, configuration: AttachmentStore.Configuration = .init()
+  ) throws -> AttachmentStore {
+    try AttachmentStore.embedded(directory: directory.path, configuration: configuration, now: clock.closure)
+  }
+
+  private func store(
+    _ store: AttachmentStore, tenant: String = "acme", seed: UInt64, retention: TimeInterval? = nil
+  )
+    throws -> AttachmentRecord
+  {
+    try store.store(
+      tenant: tenant, bytes: sampleBytes(10_000, seed: seed), width: 2048, height: 1536, source: sampleSource,
+      retention: retention)
+  }
+
+  @Test func storedImageComesBackWithItsRecordAndBytes() throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock()
+    let attachments = try embedded(directory, clock: clock)
+    let bytes = sampleBytes(10_000, seed: 1)
+    let record = try store(attachments, seed: 1)
+    #expect(SecureRandom.isIdentifier(record.id))
+    #expect(record.blob.hex == Hex.encode(SHA256.hash(bytes)))
+    #expect(record.bytes == 10_000)
+    #expect(record.contentType == "image/jpeg")
+    #expect(record.source == sampleSource)
+    #expect(record.createdAt == clock.now)
+    #expect(record.expiresAt == clock.now.addingTimeInterval(30 * 86_400))
+    #expect(try attachments.get(tenant: "acme", id: record.id) == record)
+    #expect(try attachments.read(record) == bytes)
+    #expect(try attachments.read(record, range: 100..<200) == Array(bytes[100..<200]))
+    let path = try #require(attachments.path(for: record))
+    #expect(FileManager.default.contents(atPath: path) == Data(bytes))
+    // The embedded layout: one index file beside the blob and temp directories.
+    #expect(FileManager.default.fileExists(atPath: directory.path + "/index.sqlite"))
+  }
+
+  @Test func anotherTenantCanNeitherSeeNorDeleteAnAttachment() throws {
+    let directory = try TemporaryDirectory()
+    let attachments = try embedded(directory, clock: TestClock())
+    let record = try store(attachments, tenant: "acme", seed: 2)
+    #expect(try attachments.get(tenant: "evil", id: record.id) == nil)
+    #expect(
+      try attachments.get(tenant: "evil", id: record.id) == attachments.get(tenant: "evil", id: "att_missing")
+    )
+    #expect(try !attachments.delete(tenant: "evil", id: record.id))
+    #expect(try attachments.get(tenant: "acme", id: record.id) == record)
+    #expect(try attachments.read(record).count == 10_000)
+  }
+
+  @Test func deleteRemovesAccessAtOnceAndBytesWhenNoRowRefersToThem() throws {
+    let directory = try TemporaryDirectory()
+    let attachments = try embedded(directory, clock: TestClock())
+    // The same image uploaded by two tenants: two records, one blob.
+    let first = try store(attachments, tenant: "acme", seed: 3)
+    let second = try store(attachments, tenant: "beta", seed: 3)
+    #expect(first.id != second.id)
+    #expect(first.blob == second.blob)
+    #expect(directory.files(under: "blobs").count == 1)
+
+    #expect(try attachments.delete(tenant: "acme", id: first.id))
+    #expect(try attachments.get(tenant: "acme", id: first.id) == nil)
+    #expect(try !attachments.delete(tenant: "acme", id: first.id))
+    // Still referred to by beta's record.
+    #expect(try attachments.read(second).count == 10_000)
+
+    #expect(try attachments.delete(tenant: "beta", id: second.id))
+    #expect(try !attachments.blobs.exists(second.blob))
+    #expect(directory.files(under: "blobs").isEmpty)
+  }
+
+  @Test func retentionComesFromTheCallThenTheTenantThenTheDefault() throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock()
+    let attachments = try embedded(directory, clock: clock, configuration: .init(defaultRetention: 1_000))
+    try attachments.setRetention(500, tenant: "short")
+    #expect(try store(attachments, tenant: "acme", seed: 4).expiresAt == clock.now.addingTimeInterval(1_000))
+    #expect(try store(attachments, tenant: "short", seed: 4).expiresAt == clock.now.addingTimeInterval(500))
+    #expect(
+      try store(attachments, tenant: "short", seed: 4, retention: 60).expiresAt
+        == clock.now.addingTimeInterval(60))
+  }
+
+  @Test func expiredAttachmentVanishesAtOnceAndTheSweeperRemovesRowAndBytes() throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock(Date())
+    let attachments = try embedded(directory, clock: clock)
+    let short = try store(attachments, seed: 5, retention: 60)
+    let long = try store(attachments, seed: 6, retention: 3_600)
+    let sharedLong = try store(attachments, tenant: "beta", seed: 5, retention: 3_600)
+
+    clock.advance(by: 61)
+    #expect(try attachments.get(tenant: "acme", id: short.id) == nil)
+    #expect(try attachments.get(tenant: "acme", id: long.id) == long)
+    var report = try attachments.sweep()
+    #expect(report.expiredAttachments == 1)
+    // The expired row's blob is still shared with beta's live record.
+    #expect(report.deletedBlobs == 0)
+    #expect(try attachments.read(sharedLong).count == 10_000)
+
+    clock.advance(by: 3_600)
+    report = try attachments.sweep()
+    #expect(report.expiredAttachments == 2)
+    #expect(report.deletedBlobs == 2)
+    #expect(report.deletedBlobBytes == 20_000)
+    #expect(directory.files(under: "blobs").isEmpty)
+    #expect(try attachments.statistics().attachments == 0)
+  }
+
+  @Test func unreferencedBlobFromACrashIsSweptOnlyAfterTheGracePeriod() throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock(Date())
+    let bytes = sampleBytes(4_000, seed: 7)
+    do {
+      // A process that wrote the blob and died before the index row.
+      let blobs = try FileBlobStore(root: directory.path)
+      _ = try blobs.put(bytes)
+    }
+    let attachments = try embedded(directory, clock: clock, configuration: .init(sweepGrace: 600))
+    let live = try store(attachments, seed: 8)
+    #expect(try attachments.sweep().deletedBlobs == 0)
+    #expect(try attachments.blobs.exists(BlobHash.of(bytes)))
+
+    clock.advance(by: 601)
+    let report = try attachments.sweep()
+    #expect(report.deletedBlobs == 1)
+    #expect(report.deletedBlobBytes == 4_000)
+    #expect(try !attachments.blobs.exists(BlobHash.of(bytes)))
+    #expect(try attachments.read(live).count == 10_000)
+  }
+
+  @Test func sweepingPurgesIdempotencyKeysAfterTheirLifetime() throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock()
+    let attachments = try embedded(directory, clock: clock)
+    #expect(try attachments.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f") == .started)
+    clock.advance(by: 86_401)
+    #expect(try attachments.sweep().purgedIdempotencyKeys == 1)
+    #expect(try attachments.statistics().idempotencyKeys == 0)
+  }
+
+  @Test func idempotentRetryGetsTheFirstAnswerAndARestartReleasesRunningClaims() throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock()
+    var attachments = try embedded(directory, clock: clock)
+    #expect(try attachments.beginIdempotent(tenant: "acme", key: "a", fingerprint: "f") == .started)
+    #expect(try attachments.beginIdempotent(tenant: "acme", key: "a", fingerprint: "f") == .inProgress)
+    let answer = StoredResponse(
+      status: 201, headers: ["Location": "/v1/attachments/att_1"], body: [123, 125])
+    try attachments.completeIdempotent(tenant: "acme", key: "a", response: answer)
+    #expect(try attachments.beginIdempotent(tenant: "acme", key: "a", fingerprint: "f") == .completed(answer))
+    #expect(try attachments.beginIdempotent(tenant: "acme", key: "b", fingerprint: "f") == .started)
+    try attachments.abandonIdempotent(tenant: "acme", key: "b")
+    #expect(try attachments.beginIdempotent(tenant: "acme", key: "b", fingerprint: "f") == .started)
+
+    // kill -9 with "b" running: the next process must not answer 409 for 24 hours.
+    attachments = try embedded(directory, clock: clock)
+    #expect(try attachments.beginIdempotent(tenant: "acme", key: "b", fingerprint: "f") == .started)
+    #expect(try attachments.beginIdempotent(tenant: "acme", key: "a", fingerprint: "f") == .completed(answer))
+  }
+
+  @Test func writabilityReflectsTheDisk() throws {
+    let directory = try TemporaryDirectory()
+    let attachments = try embedded(directory, clock: TestClock())
+    #expect(attachments.isWritable())
+    try FileManager.default.removeItem(atPath: directory.path + "/tmp")
+    #expect(!attachments.isWritable())
+    #expect(throws: StorageError.self) { try attachments.checkWritable() }
+  }
+
+  @Test func sixteenConcurrentStoresAllLandAndReadBack() throws {
+    let directory = try TemporaryDirectory()
+    let attachments = try embedded(directory, clock: TestClock())
+    let results = Mutex<[(record: AttachmentRecord, seed: UInt64)]>([])
+    let failures = Failures()
+    DispatchQueue.concurrentPerform(iterations: 16) { worker in
+      do {
+        for round in 0..<4 {
+          // Workers 0…3 share content, so dedup races with distinct writes.
+          let seed = UInt64(worker < 4 ? 1_000 + round : worker * 10 + round)
+          let record = try store(attachments, tenant: "t\(worker % 3)", seed: seed)
+          results.withLock { $0.append((record, seed)) }
+        }
+      } catch {
+        failures.add("worker \(worker): \(error)")
+      }
+    }
+    #expect(failures.all.isEmpty, "\(failures.all)")
+    let stored = results.withLock { $0 }
+    #expect(stored.count == 64)
+    #expect(Set(stored.map(\.record.id)).count == 64)
+    for (record, seed) in stored {
+      #expect(try attachments.get(tenant: record.tenant, id: record.id) == record)
+      #expect(try attachments.read(record) == sampleBytes(10_000, seed: seed))
+    }
+    #expect(try attachments.statistics().blobs == 4 + 12 * 4)
+  }
+
+  @Test func concurrentStoresDeletesAndSweepsNeverLeaveARowWithoutItsBlob() throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock(Date().addingTimeInterval(10_000))  // every blob is past the grace period
+    let attachments = try embedded(directory, clock: clock, configuration: .init(sweepGrace: 1))
+    let failures = Failures()
+    // Every worker stores and deletes the same two images, so a store's deduplicated blob is
+    // constantly the last reference someone else's delete (or the sweeper) wants to remove.
+    DispatchQueue.concurrentPerform(iterations: 8) { worker in
+      for round in 0..<40 {
+        do {
+          let record = try store(attachments, tenant: "t\(worker)", seed: UInt64(round % 2))
+          if try attachments.read(record).count != 10_000 { failures.add("short blob for \(record.id)") }
+          if worker == 0 && round % 4 == 0 { _ = try attachments.sweep() }
+          try attachments.delete(tenant: record.tenant, id: record.id)
+        } catch {
+          failures.add("worker \(worker) round \(round): \(error)")
+        }
+      }
+    }
+    #expect(failures.all.isEmpty, "\(failures.all.prefix(3))")
+    #expect(try attachments.statistics().attachments == 0)
+    #expect(directory.files(under: "blobs").isEmpty)
+  }
+
+  @Test func invalidConfigurationIsRejected() throws {
+    let directory = try TemporaryDirectory()
+    #expect(throws: StorageError.self) {
+      try AttachmentStore.embedded(directory: directory.path, configuration: .init(defaultRetention: 0))
+    }
+  }
+}

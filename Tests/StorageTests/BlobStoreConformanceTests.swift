@@ -1,0 +1,170 @@
+import Crypto
+import Dispatch
+import Foundation
+import Storage
+import Synchronization
+import Testing
+
+/// Makes one `BlobStore` implementation in a fresh directory; the suite runs once per factory.
+struct BlobStoreFactory: Sendable, CustomTestStringConvertible {
+  let name: String
+  let make: @Sendable (String) throws -> any BlobStore
+  var testDescription: String { name }
+
+  // Add S3-compatible stores here when they exist.
+  static let all: [BlobStoreFactory] = [
+    BlobStoreFactory(name: "FileBlobStore") { try FileBlobStore(root: $0) }
+  ]
+}
+
+/// The behaviour every blob store must show (imgproxy's storage/testsuite is the model).
+@Suite struct BlobStoreConformanceTests {
+  @Test(arguments: BlobStoreFactory.all)
+  func putBytesAreReadBackUnderTheirSHA256(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let bytes = sampleBytes(100_000, seed: 1)
+    let hash = try store.put(bytes)
+    #expect(hash.hex == Hex.encode(SHA256.hash(bytes)))
+    #expect(try store.exists(hash))
+    #expect(try store.size(of: hash) == bytes.count)
+    #expect(try store.read(hash) == bytes)
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func sameContentIsStoredOnce(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let bytes = sampleBytes(5_000, seed: 2)
+    let first = try store.put(bytes)
+    let second = try store.put(Data(bytes))
+    let other = try store.put(sampleBytes(5_000, seed: 3))
+    #expect(first == second)
+    #expect(first != other)
+    var listed: [BlobHash] = []
+    try store.forEachBlob { listed.append($0.hash) }
+    #expect(listed.sorted() == [first, other].sorted())
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func rangeReadsReturnTheClampedSlice(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let bytes = sampleBytes(1_000, seed: 4)
+    let hash = try store.put(bytes)
+    #expect(try store.read(hash, range: 10..<20) == Array(bytes[10..<20]))
+    #expect(try store.read(hash, range: 990..<2_000) == Array(bytes[990...]))
+    #expect(try store.read(hash, range: 5_000..<6_000) == [])
+    #expect(try store.read(hash, range: 0..<0) == [])
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func emptyContentIsAValidBlob(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let hash = try store.put([UInt8]())
+    #expect(hash.hex == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    #expect(try store.read(hash) == [])
+    #expect(try store.size(of: hash) == 0)
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func missingBlobIsNotFound(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let hash = BlobHash.of(sampleBytes(10, seed: 5))
+    #expect(try !store.exists(hash))
+    #expect(try !store.delete(hash))
+    let readError = #expect(throws: StorageError.self) { try store.read(hash) }
+    #expect(readError?.code == .notFound)
+    let sizeError = #expect(throws: StorageError.self) { try store.size(of: hash) }
+    #expect(sizeError?.code == .notFound)
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func deleteRemovesOnlyThatBlob(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let kept = try store.put(sampleBytes(300, seed: 6))
+    let removed = try store.put(sampleBytes(300, seed: 7))
+    #expect(try store.delete(removed))
+    #expect(try !store.exists(removed))
+    #expect(try store.read(kept) == sampleBytes(300, seed: 6))
+    // A deleted blob can be stored again.
+    #expect(try store.put(sampleBytes(300, seed: 7)) == removed)
+    #expect(try store.exists(removed))
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func fileContentsAreStoredByPath(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path + "/store")
+    let bytes = sampleBytes(700_000, seed: 8)  // several copy chunks
+    let source = directory.path + "/upload.bin"
+    try Data(bytes).write(to: URL(fileURLWithPath: source))
+    let hash = try store.put(fileAt: source)
+    #expect(hash == BlobHash.of(bytes))
+    #expect(try store.read(hash) == bytes)
+    // The same file again deduplicates to the same blob.
+    #expect(try store.put(fileAt: source) == hash)
+    let missing = #expect(throws: StorageError.self) { try store.put(fileAt: directory.path + "/nope") }
+    #expect(missing?.code == .notFound)
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func listingReportsEverySizeAndARecentModificationTime(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let start = Date().addingTimeInterval(-5)
+    var expected: [BlobHash: Int] = [:]
+    for seed in 0..<20 {
+      let bytes = sampleBytes(100 + seed, seed: UInt64(100 + seed))
+      expected[try store.put(bytes)] = bytes.count
+    }
+    var listed: [BlobHash: Int] = [:]
+    try store.forEachBlob { info in
+      listed[info.hash] = info.size
+      #expect(info.modified > start)
+    }
+    #expect(listed == expected)
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func concurrentPutsAllLandIntact(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    // 16 writers: half share one content (racing dedup), half write their own.
+    let failures = Failures()
+    DispatchQueue.concurrentPerform(iterations: 16) { worker in
+      let seed: UInt64 = worker % 2 == 0 ? 999 : UInt64(worker)
+      let bytes = sampleBytes(200_000, seed: seed)
+      do {
+        let hash = try store.put(bytes)
+        if try store.read(hash) != bytes { failures.add("worker \(worker) read back other bytes") }
+      } catch {
+        failures.add("worker \(worker): \(error)")
+      }
+    }
+    #expect(failures.all.isEmpty, "\(failures.all)")
+    var count = 0
+    try store.forEachBlob { _ in count += 1 }
+    #expect(count == 9)
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func freshStoreIsWritable(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    try store.checkWritable()
+    var count = 0
+    try store.forEachBlob { _ in count += 1 }
+    #expect(count == 0)
+  }
+}
+
+/// Collects failure messages from concurrent workers.
+final class Failures: Sendable {
+  private let messages = Mutex<[String]>([])
+  func add(_ message: String) { messages.withLock { $0.append(message) } }
+  var all: [String] { messages.withLock { $0 } }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Storage
+import Synchronization
+
+/// A second `AttachmentIndex`, in memory, that shows the conformance suite is not SQLite-shaped.
+/// Test-only: the App's tests use `SQLiteIndex`.
+final class InMemoryIndex: AttachmentIndex {
+  private struct Key: Hashable {
+    var tenant: String
+    var key: String
+  }
+
+  private struct Claim {
+    var fingerprint: String
+    var createdAt: Date
+    var response: StoredResponse?
+  }
+
+  private struct State {
+    var rows: [String: AttachmentRecord] = [:]
+    var retention: [String: TimeInterval] = [:]
+    var claims: [Key: Claim] = [:]
+  }
+
+  private let state = Mutex(State())
+
+  func insert(_ record: AttachmentRecord) throws {
+    try state.withLock { state in
+      guard state.rows[record.id] == nil else { throw StorageError(.conflict, "id exists") }
+      state.rows[record.id] = record
+    }
+  }
+
+  func attachment(tenant: String, id: String, now: Date) throws -> AttachmentRecord? {
+    state.withLock { state in
+      state.rows[id].flatMap { $0.tenant == tenant && $0.expiresAt > now ? $0 : nil }
+    }
+  }
+
+  func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord? {
+    state.withLock { state in
+      guard let row = state.rows[id], row.tenant == tenant else { return nil }
+      state.rows[id] = nil
+      return row
+    }
+  }
+
+  func deleteExpired(now: Date, limit: Int) throws -> [AttachmentRecord] {
+    state.withLock { state in
+      let expired = state.rows.values.filter { $0.expiresAt <= now }.sorted { $0.expiresAt < $1.expiresAt }
+        .prefix(limit)
+      for row in expired { state.rows[row.id] = nil }
+      return Array(expired)
+    }
+  }
+
+  func referenceCount(of blob: BlobHash) throws -> Int {
+    state.withLock { $0.rows.values.count { $0.blob == blob } }
+  }
+
+  func statistics() throws -> IndexStatistics {
+    state.withLock { state in
+      var blobs: [BlobHash: Int] = [:]
+      for row in state.rows.values { blobs[row.blob] = max(blobs[row.blob] ?? 0, row.bytes) }
+      return IndexStatistics(
+        attachments: state.rows.count, attachmentBytes: state.rows.values.reduce(0) { $0 + $1.bytes },
+        blobs: blobs.count, blobBytes: blobs.values.reduce(0, +), idempotencyKeys: state.claims.count)
+    }
+  }
+
+  func setRetention(_ retention: TimeInterval?, tenant: String) throws {
+    state.withLock { $0.retention[tenant] = retention }
+  }
+
+  func retention(tenant: String) throws -> TimeInterval? {
+    state.withLock { $0.retention[tenant] }
+  }
+
+  func beginIdempotent(tenant: String, key: String, fingerprint: String, now: Date, lifetime: TimeInterval)
+    throws -> IdempotencyBegin
+  {
+    state.withLock { state in
+      let id = Key(tenant: tenant, key: key)
+      if let claim = state.claims[id], now.timeIntervalSince(claim.createdAt) < lifetime {
+        guard claim.fingerprint == fingerprint else { return .mismatch }
+        return claim.response.map { .completed($0) } ?? .inProgress
+      }
+      state.claims[id] = Claim(fingerprint: fingerprint, createdAt: now, response: nil)
+      return .started
+    }
+  }
+
+  func completeIdempotent(tenant: String, key: String, response: StoredResponse) throws {
+    try state.withLock { state in
+      let id = Key(tenant: tenant, key: key)
+      guard state.claims[id]?.response == nil, state.claims[id] != nil else {
+        throw StorageError(.notFound, "no running claim")
+      }
+      state.claims[id]?.response = response
+    }
+  }
+
+  func abandonIdempotent(tenant: String, key: String) throws {
+    state.withLock { state in
+      let id = Key(tenant: tenant, key: key)
+      if state.claims[id]?.response == nil { state.claims[id] = nil }
+    }
+  }
+
+  func abandonAllRunningIdempotent() throws {
+    state.withLock { $0.claims = $0.claims.filter { $0.value.response != nil } }
+  }
+
+  func purgeIdempotent(createdBefore cutoff: Date) throws -> Int {
+    state.withLock { state in
+      let before = state.claims.count
+      state.claims = state.claims.filter { $0.value.createdAt > cutoff }
+      return before - state.claims.count
+    }
+  }
+
+  func checkWritable(now: Date) throws {}
+}

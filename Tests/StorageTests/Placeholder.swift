@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct StorageTestsPlaceholder {
-  @Test func moduleBuilds() { #expect(Bool(true)) }
-}

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@testable import Storage
+
+@Suite struct SQLiteIndexTests {
+  @Test func indexRunsInWALModeAtTheCurrentSchemaVersion() throws {
+    let directory = try TemporaryDirectory()
+    let index = try SQLiteIndex(path: directory.path + "/index.sqlite")
+    #expect(try index.read { try $0.query("PRAGMA journal_mode") }.first?.first?.text == "wal")
+    #expect(try index.write { try $0.query("PRAGMA synchronous") }.first?.first?.integer == 2)  // FULL
+    #expect(
+      try index.read { try $0.query("PRAGMA user_version") }.first?.first?.integer
+        == Int64(SQLiteIndex.schemaVersion))
+    let normal = try SQLiteIndex(
+      configuration: .init(path: directory.path + "/normal.sqlite", synchronous: .normal))
+    #expect(try normal.write { try $0.query("PRAGMA synchronous") }.first?.first?.integer == 1)
+  }
+
+  @Test func rowsSurviveReopeningTheFile() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.path + "/index.sqlite"
+    let created = Date(timeIntervalSince1970: 1_800_000_000)
+    let stored = AttachmentRecord(
+      id: "att_x", tenant: "acme", blob: BlobHash.of([1, 2, 3]), contentType: "image/jpeg", width: 1,
+      height: 2,
+      bytes: 3, source: sampleSource, createdAt: created, expiresAt: created.addingTimeInterval(10))
+    do {
+      let index = try SQLiteIndex(path: path)
+      try index.insert(stored)
+      try index.setRetention(5, tenant: "acme")
+    }
+    let reopened = try SQLiteIndex(path: path)
+    #expect(try reopened.attachment(tenant: "acme", id: "att_x", now: created) == stored)
+    #expect(try reopened.retention(tenant: "acme") == 5)
+  }
+
+  @Test func schemaFromANewerBuildIsRefused() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.path + "/index.sqlite"
+    do {
+      let index = try SQLiteIndex(path: path)
+      try index.write { try $0.execute("PRAGMA user_version = 99") }
+    }
+    let error = #expect(throws: StorageError.self) { try SQLiteIndex(path: path) }
+    #expect(error?.code == .database)
+  }
+
+  @Test func fileThatIsNotADatabaseGivesAStorageError() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.path + "/index.sqlite"
+    try Data(repeating: 0x41, count: 8_192).write(to: URL(fileURLWithPath: path))
+    let error = #expect(throws: StorageError.self) { try SQLiteIndex(path: path) }
+    #expect(error?.code == .corrupt)
+    // The log detail names SQLite's reason; the code is what the App maps.
+    #expect(error?.detail.contains("not a database") == true)
+  }
+
+  @Test func unopenableIndexPathGivesAnIOError() throws {
+    let directory = try TemporaryDirectory()
+    let error = #expect(throws: StorageError.self) {
+      try SQLiteIndex(path: directory.path + "/missing-dir/index.sqlite")
+    }
+    #expect(error?.code == .database || error?.code == .io)
+  }
+
+  @Test func invalidConfigurationIsRejected() throws {
+    #expect(throws: StorageError.self) { try SQLiteIndex.Configuration(path: "").validate() }
+    #expect(throws: StorageError.self) {
+      try SQLiteIndex.Configuration(path: "x", busyTimeoutMilliseconds: -1).validate()
+    }
+  }
+
+  @Test func storedResponseHeadersRoundTrip() {
+    let headers = ["Location": "/v1/attachments/att_1", "Content-Type": "application/json; charset=utf-8"]
+    #expect(SQLiteIndex.decodeHeaders(SQLiteIndex.encodeHeaders(headers)) == headers)
+    #expect(SQLiteIndex.decodeHeaders("") == [:])
+  }
+}
