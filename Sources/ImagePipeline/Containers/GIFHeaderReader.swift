@@ -1,5 +1,5 @@
 /// What a GIF's blocks say: the logical screen, the first frame's extents and a bounded count.
-public struct GIFInfo: Sendable {
+public struct GIFBlockInfo: Sendable {
   public var width = 0
   public var height = 0
   /// Position and size of the first image descriptor.
@@ -26,11 +26,12 @@ public enum GIFHeaderReader {
 
   public static let maxFramesCounted = 4096
 
-  public static func read(_ bytes: [UInt8], maxFrames: Int = maxFramesCounted) throws(Failure) -> GIFInfo {
+  public static func read(_ bytes: [UInt8], maxFrames: Int = maxFramesCounted) throws(Failure) -> GIFBlockInfo
+  {
     let r = ByteReader(bytes, littleEndian: true)
     guard r.matches(0, Array("GIF87a".utf8)) || r.matches(0, Array("GIF89a".utf8)) else { throw .notGIF }
     guard let w = r.u16(6), let h = r.u16(8), let flags = r.u8(10) else { throw .truncated }
-    var info = GIFInfo(width: Int(w), height: Int(h))
+    var info = GIFBlockInfo(width: Int(w), height: Int(h))
     var p = 13
     if flags & 0x80 != 0 { p += 3 << (Int(flags & 7) + 1) }
     while info.frameCount < maxFrames, let block = r.u8(p) {

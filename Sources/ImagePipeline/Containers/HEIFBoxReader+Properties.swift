@@ -51,7 +51,7 @@ extension HEIFBoxReader {
 
   /// Fills size, transforms, colour and depth of the primary item from its properties.
   static func apply(
-    _ properties: Properties, to primary: UInt32, from r: ByteReader, into info: inout HEIFInfo
+    _ properties: Properties, to primary: UInt32, from r: ByteReader, into info: inout HEIFBoxInfo
   ) {
     for box in properties.of(primary) {
       let b = ByteReader(r.bytes, limit: box.end)

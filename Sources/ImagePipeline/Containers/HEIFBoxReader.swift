@@ -67,10 +67,10 @@ public enum HEIFBoxReader {
   }
 
   /// Reads the file's structure. Throws when it is not ISOBMFF or has no usable `meta`.
-  public static func read(_ bytes: [UInt8]) throws(Failure) -> HEIFInfo {
+  public static func read(_ bytes: [UInt8]) throws(Failure) -> HEIFBoxInfo {
     let r = ByteReader(bytes)
     guard r.fourCC(4) == FourCC("ftyp") else { throw .notHEIF }
-    var info = HEIFInfo()
+    var info = HEIFBoxInfo()
     let top: [Box]
     do {
       top = try boxes(r, from: 0, to: bytes.count)
@@ -109,7 +109,7 @@ public enum HEIFBoxReader {
     return Int(size)
   }
 
-  private static func readMeta(_ r: ByteReader, _ meta: Box, into info: inout HEIFInfo) throws(Failure) {
+  private static func readMeta(_ r: ByteReader, _ meta: Box, into info: inout HEIFBoxInfo) throws(Failure) {
     let children = try boxes(r, from: meta.body + 4, to: meta.end)
     func child(_ type: StaticString) -> Box? { children.first { $0.type == FourCC(type) } }
 

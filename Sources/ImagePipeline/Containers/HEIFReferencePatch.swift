@@ -10,7 +10,7 @@ public enum HEIFReferencePatch {
   public static let neutralType = FourCC("xref")
 
   /// A copy of `bytes` with each listed entry's type renamed, or nil when nothing needs it.
-  public static func apply(to bytes: [UInt8], info: HEIFInfo) -> [UInt8]? {
+  public static func apply(to bytes: [UInt8], info: HEIFBoxInfo) -> [UInt8]? {
     guard !info.multiTargetReferenceOffsets.isEmpty else { return nil }
     var copy = bytes
     let replacement = neutralType.bytes

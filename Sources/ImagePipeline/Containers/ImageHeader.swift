@@ -4,10 +4,10 @@ public struct ImageHeader: Sendable {
   /// The format-specific reading.
   public enum Container: Sendable {
     case jpeg(JPEGMarkerInfo)
-    case png(PNGInfo)
-    case webp(WebPInfo)
-    case gif(GIFInfo)
-    case heif(HEIFInfo)
+    case png(PNGChunkInfo)
+    case webp(WebPChunkInfo)
+    case gif(GIFBlockInfo)
+    case heif(HEIFBoxInfo)
   }
 
   public var format: SniffedFormat
@@ -16,7 +16,7 @@ public struct ImageHeader: Sendable {
   public var height: Int
   public var container: Container
   public var exif: EXIFInfo?
-  /// An ICC profile readable without inflating anything (PNG's `iCCP` is compressed: see `PNGInfo`).
+  /// An ICC profile readable without inflating anything (PNG's `iCCP` is compressed: see `PNGChunkInfo`).
   public var iccProfile: [UInt8]?
   public var hasAlpha: Bool
   public var isAnimated: Bool
@@ -41,7 +41,7 @@ public struct ImageHeader: Sendable {
         iccProfile: info.iccProfile, hasAlpha: false, isAnimated: false, isLosslessSource: false,
         metadata: info.metadata)
     case .png:
-      let info: PNGInfo
+      let info: PNGChunkInfo
       do { info = try PNGChunkWalker.read(bytes) } catch {
         throw .corrupt("the PNG header is malformed")
       }
@@ -50,16 +50,17 @@ public struct ImageHeader: Sendable {
         iccProfile: nil, hasAlpha: info.hasAlphaChannel, isAnimated: info.isAnimated, isLosslessSource: true,
         metadata: info.metadata)
     case .webp:
-      let info: WebPInfo
+      let info: WebPChunkInfo
       do { info = try WebPReader.read(bytes) } catch {
-        throw bytes.count < 30 ? .truncated("the WebP ends inside its header") : .corrupt("the WebP has no image")
+        throw bytes.count < 30
+          ? .truncated("the WebP ends inside its header") : .corrupt("the WebP has no image")
       }
       return ImageHeader(
         format: format, width: info.width, height: info.height, container: .webp(info), exif: info.exif,
         iccProfile: info.iccProfile, hasAlpha: info.hasAlpha, isAnimated: info.isAnimated,
         isLosslessSource: info.isLossless, metadata: info.metadata)
     case .gif:
-      let info: GIFInfo
+      let info: GIFBlockInfo
       do { info = try GIFHeaderReader.read(bytes) } catch {
         throw .truncated("the GIF ends inside its header")
       }
@@ -71,7 +72,7 @@ public struct ImageHeader: Sendable {
         iccProfile: nil, hasAlpha: true, isAnimated: info.frameCount > 1, isLosslessSource: true,
         metadata: metadata)
     case .heif, .avif:
-      let info: HEIFInfo
+      let info: HEIFBoxInfo
       do { info = try HEIFBoxReader.read(bytes) } catch {
         switch error {
         case .notHEIF: throw .corrupt("the file type box is malformed")
@@ -93,7 +94,7 @@ public struct ImageHeader: Sendable {
   }
 
   /// The HEIF reading, when the input is HEIF or AVIF.
-  public var heif: HEIFInfo? {
+  public var heif: HEIFBoxInfo? {
     if case .heif(let info) = container { return info }
     return nil
   }

@@ -1,5 +1,5 @@
 /// What a PNG's chunks say, read without inflating anything.
-public struct PNGInfo: Sendable {
+public struct PNGChunkInfo: Sendable {
   public var width = 0
   public var height = 0
   public var bitDepth = 0
@@ -40,10 +40,10 @@ public enum PNGChunkWalker {
   /// Reads every chunk header; with `checkCRC` also verifies each chunk's CRC-32.
   /// A file cut short after IHDR is reported (`hasIEND == false`), not thrown, so the caller
   /// decides; a chunk length that is impossible throws.
-  public static func read(_ bytes: [UInt8], checkCRC: Bool = false) throws(Failure) -> PNGInfo {
+  public static func read(_ bytes: [UInt8], checkCRC: Bool = false) throws(Failure) -> PNGChunkInfo {
     let r = ByteReader(bytes)
     guard r.matches(0, signature) else { throw .notPNG }
-    var info = PNGInfo()
+    var info = PNGChunkInfo()
     var offset = 8
     var first = true
     while offset < bytes.count {
@@ -104,7 +104,7 @@ public enum PNGChunkWalker {
     return info
   }
 
-  private static func readHeader(_ r: ByteReader, at p: Int, into info: inout PNGInfo) throws(Failure) {
+  private static func readHeader(_ r: ByteReader, at p: Int, into info: inout PNGChunkInfo) throws(Failure) {
     guard let w = r.u32(p), let h = r.u32(p + 4), let depth = r.u8(p + 8), let colour = r.u8(p + 9),
       let interlace = r.u8(p + 12), w > 0, h > 0, w <= 0x7FFF_FFFF, h <= 0x7FFF_FFFF
     else { throw .badIHDR }

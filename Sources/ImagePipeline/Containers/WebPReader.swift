@@ -1,5 +1,5 @@
 /// What a WebP's RIFF chunks say.
-public struct WebPInfo: Sendable {
+public struct WebPChunkInfo: Sendable {
   public var width = 0
   public var height = 0
   /// `VP8L` bitstream (lossless) as the image (or first frame's) data.
@@ -20,12 +20,12 @@ public enum WebPReader {
     case noImage
   }
 
-  public static func read(_ bytes: [UInt8]) throws(Failure) -> WebPInfo {
+  public static func read(_ bytes: [UInt8]) throws(Failure) -> WebPChunkInfo {
     let r = ByteReader(bytes, littleEndian: true)
     guard r.matches(0, Array("RIFF".utf8)), r.matches(8, Array("WEBP".utf8)), let riffSize = r.u32(4) else {
       throw .notWebP
     }
-    var info = WebPInfo()
+    var info = WebPChunkInfo()
     let declaredEnd = UInt64(riffSize) + 8
     info.isTruncated = declaredEnd > UInt64(bytes.count)
     let end = Int(min(declaredEnd, UInt64(bytes.count)))

@@ -24,10 +24,12 @@ public enum SecurityChecker {
       }
     case .heif(let info):
       if info.itemCount > limits.maxHEIFItems {
-        throw PipelineError(.tooManyItems, "the HEIF file has \(info.itemCount) items (limit \(limits.maxHEIFItems))")
+        throw PipelineError(
+          .tooManyItems, "the HEIF file has \(info.itemCount) items (limit \(limits.maxHEIFItems))")
       }
       if info.tileCount > limits.maxHEIFTiles {
-        throw PipelineError(.tooManyItems, "the HEIF grid has \(info.tileCount) tiles (limit \(limits.maxHEIFTiles))")
+        throw PipelineError(
+          .tooManyItems, "the HEIF grid has \(info.tileCount) tiles (limit \(limits.maxHEIFTiles))")
       }
       if let clap = info.cleanAperture {
         try checkSize(width: clap.width, height: clap.height, limits: limits)
@@ -36,12 +38,15 @@ public enum SecurityChecker {
       guard let frame = info.firstFrame else { throw .truncated("the GIF has no image") }
       try checkSize(width: frame.width, height: frame.height, limits: limits)
       if !info.firstFrameFitsScreen {
-        throw .corrupt("the GIF frame (\(frame.width)x\(frame.height) at \(frame.left),\(frame.top)) lies outside its screen")
+        throw .corrupt(
+          "the GIF frame (\(frame.width)x\(frame.height) at \(frame.left),\(frame.top)) lies outside its screen"
+        )
       }
     case .png(let info):
       if info.textBytes > limits.maxPNGTextBytes {
         throw PipelineError(
-          .metadataTooLarge, "the PNG text chunks hold \(info.textBytes) bytes (limit \(limits.maxPNGTextBytes))")
+          .metadataTooLarge,
+          "the PNG text chunks hold \(info.textBytes) bytes (limit \(limits.maxPNGTextBytes))")
       }
       if !info.hasIDAT { throw .truncated("the PNG has no image data") }
     case .webp:
@@ -59,7 +64,8 @@ public enum SecurityChecker {
     if overflow || pixels > limits.maxPixels {
       throw PipelineError(
         .pixelLimit,
-        "the image has \(width)x\(height) = \(pixels / 1_000_000) MP, over the \(limits.maxPixels / 1_000_000) MP limit")
+        "the image has \(width)x\(height) = \(pixels / 1_000_000) MP, over the \(limits.maxPixels / 1_000_000) MP limit"
+      )
     }
   }
 }

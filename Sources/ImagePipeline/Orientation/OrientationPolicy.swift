@@ -48,7 +48,9 @@ enum OrientationPolicy {
   }
 
   /// The displayed size of the input under `decision`.
-  static func displaySize(of header: ImageHeader, _ decision: OrientationDecision) -> (width: Int, height: Int) {
+  static func displaySize(of header: ImageHeader, _ decision: OrientationDecision) -> (
+    width: Int, height: Int
+  ) {
     if let heif = header.heif, !decision.ignoreHEIFTransformations {
       return heif.transformedSize
     }

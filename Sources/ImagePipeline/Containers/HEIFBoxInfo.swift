@@ -1,5 +1,5 @@
 /// What a HEIF/AVIF file's boxes say about its primary image, read before any decoding.
-public struct HEIFInfo: Sendable {
+public struct HEIFBoxInfo: Sendable {
   /// HEIF `colr` box contents of the primary image.
   public enum Colour: Sendable, Equatable {
     case nclx(primaries: Int, transfer: Int, matrix: Int, fullRange: Bool)
