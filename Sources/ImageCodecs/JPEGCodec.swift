@@ -38,12 +38,6 @@ public struct JPEGInfo: Sendable, Equatable {
     case .s411: (32, 8)
     }
   }
-
-  public static func == (a: JPEGInfo, b: JPEGInfo) -> Bool {
-    a.width == b.width && a.height == b.height && a.subsampling == b.subsampling
-      && a.colourSpace == b.colourSpace && a.precision == b.precision && a.process == b.process
-      && a.hasAdobeMarker == b.hasAdobeMarker
-  }
 }
 
 /// JPEG decode, encode and lossless transform through TurboJPEG 2.1's `tj*` API.
@@ -138,9 +132,7 @@ public enum JPEGCodec {
       if status != 0 { out.initialize(repeating: 0) }
       count = out.count
     }
-    if status != 0 || tjGetErrorCode(handle.raw) == Int32(TJERR_WARNING.rawValue) && status != 0 {
-      throw handle.error(data, context: "decode")
-    }
+    if status != 0 { throw handle.error(data, context: "decode") }
     let buffer = PixelBuffer(width: size.width, height: size.height, layout: layout, bytes: bytes)
     guard info.isCMYK else { return buffer }
     return try CMYKConversion.toRGB(buffer, inverted: info.hasAdobeMarker, profile: iccProfile)

@@ -6,7 +6,13 @@ import TestSupport
 enum Fixtures {
   /// The bytes of a corpus file.
   static func corpus(_ name: String) throws -> [UInt8] {
-    [UInt8](try Corpus.data(name))
+    // Foundation's Data(contentsOf:) leaks its 4 KB read buffer on a zero-byte file (seen under
+    // LeakSanitizer), so the empty corpus file is answered without reading it.
+    if let dir = Corpus.directory {
+      let attributes = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(name).path)
+      if (attributes[.size] as? NSNumber)?.intValue == 0 { return [] }
+    }
+    return [UInt8](try Corpus.data(name))
   }
 
   /// A deterministic synthetic photo-like image: smooth gradients plus a few sharp edges.
