@@ -1,0 +1,71 @@
+/// A bounds-checked walk over the marker segments of a JPEG up to the first SOS, for the few facts
+/// TurboJPEG 2.1 does not report: sample precision, coding process, the Adobe APP14 marker and
+/// the APP2 ICC profile chunks.
+struct JPEGMarkers {
+  /// Sample precision from the SOF segment (8 or 12), nil when no SOF was found.
+  var precision: Int?
+  /// The SOF marker byte (0xC0 baseline, 0xC2 progressive, 0xC9 arithmetic, …).
+  var frameMarker: UInt8?
+  /// Whether an Adobe APP14 segment is present (its CMYK samples are stored inverted).
+  var hasAdobeMarker = false
+  /// ICC_PROFILE chunks as (sequence number, byte range in the file).
+  var iccChunks: [(sequence: UInt8, range: Range<Int>)] = []
+
+  init(_ data: [UInt8]) {
+    var i = 2
+    guard data.count >= 4, data[0] == 0xFF, data[1] == 0xD8 else { return }
+    while i + 4 <= data.count {
+      guard data[i] == 0xFF else { return }
+      let marker = data[i + 1]
+      if marker == 0xFF {
+        i += 1  // fill byte
+        continue
+      }
+      if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) {
+        i += 2
+        continue
+      }
+      if marker == 0xDA || marker == 0xD9 { return }
+      let length = Int(data[i + 2]) << 8 | Int(data[i + 3])
+      let start = i + 4
+      let end = i + 2 + length
+      guard length >= 2, end <= data.count else { return }
+      inspect(marker: marker, data, start..<end)
+      i = end
+    }
+  }
+
+  private mutating func inspect(marker: UInt8, _ data: [UInt8], _ body: Range<Int>) {
+    switch marker {
+    case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
+      if frameMarker == nil, !body.isEmpty {
+        frameMarker = marker
+        precision = Int(data[body.lowerBound])
+      }
+    case 0xEE:
+      let adobe: [UInt8] = Array("Adobe".utf8)
+      if body.count >= 12, Array(data[body.lowerBound..<body.lowerBound + 5]) == adobe {
+        hasAdobeMarker = true
+      }
+    case 0xE2:
+      let tag: [UInt8] = Array("ICC_PROFILE".utf8) + [0]
+      let head = body.lowerBound
+      if body.count > 14, Array(data[head..<head + 12]) == tag {
+        iccChunks.append((data[head + 12], head + 14..<body.upperBound))
+      }
+    default:
+      break
+    }
+  }
+
+  /// The ICC profile reassembled from its APP2 chunks in sequence order, nil when absent.
+  func iccProfile(_ data: [UInt8]) -> [UInt8]? {
+    guard !iccChunks.isEmpty else { return nil }
+    var profile: [UInt8] = []
+    profile.reserveCapacity(iccChunks.reduce(0) { $0 + $1.range.count })
+    for chunk in iccChunks.sorted(by: { $0.sequence < $1.sequence }) {
+      profile.append(contentsOf: data[chunk.range])
+    }
+    return profile
+  }
+}

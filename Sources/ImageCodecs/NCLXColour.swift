@@ -1,0 +1,17 @@
+/// A HEIF/AVIF `nclx` colour description (ITU-T H.273 code points).
+public struct NCLXColour: Sendable, Hashable {
+  /// Colour primaries: 1 BT.709/sRGB, 9 BT.2020, 11 DCI-P3, 12 Display P3 (SMPTE EG 432), 2 unspecified.
+  public var colourPrimaries: Int
+  /// Transfer characteristics: 13 sRGB, 1/6/14/15 BT.709-like, 16 PQ, 18 HLG, 2 unspecified.
+  public var transferCharacteristics: Int
+  /// Matrix coefficients (used by libheif for YCbCr → RGB, not by us).
+  public var matrixCoefficients: Int
+  public var fullRange: Bool
+
+  public init(colourPrimaries: Int, transferCharacteristics: Int, matrixCoefficients: Int, fullRange: Bool) {
+    self.colourPrimaries = colourPrimaries
+    self.transferCharacteristics = transferCharacteristics
+    self.matrixCoefficients = matrixCoefficients
+    self.fullRange = fullRange
+  }
+}

@@ -1,0 +1,135 @@
+private import CPNG
+
+/// What a PNG's IHDR (and chunk list) says, read without inflating anything.
+public struct PNGInfo: Sendable, Equatable {
+  /// PNG colour types.
+  public enum ColourType: Int, Sendable {
+    case gray = 0
+    case rgb = 2
+    case palette = 3
+    case grayAlpha = 4
+    case rgba = 6
+  }
+
+  public var width: Int
+  public var height: Int
+  /// Bits per sample (1, 2, 4, 8 or 16).
+  public var bitDepth: Int
+  public var colourType: ColourType
+  public var interlaced: Bool
+  /// An alpha channel or a tRNS chunk.
+  public var hasTransparency: Bool
+  public var hasICCProfile: Bool
+  public var hasEXIF: Bool
+  /// An APNG (`acTL` before IDAT); `decode` returns the default (IDAT) image.
+  public var isAnimated: Bool
+}
+
+/// PNG decoding through libpng's simplified `png_image_*` API (errors by return value).
+public enum PNGCodec {
+  static let codec = "png"
+
+  /// Reads IHDR and the chunk list; throws for a bad signature, bad IHDR or missing IEND.
+  public static func readHeader(_ data: [UInt8]) throws -> PNGInfo {
+    try header(PNGChunks(data), data)
+  }
+
+  /// Decodes to 8-bit gray, RGB or RGBA (straight alpha): gray without transparency stays gray,
+  /// RGB and palette images without transparency become RGB, anything with alpha or tRNS RGBA.
+  /// 16-bit samples are reduced to 8. APNG gives its default image. Any libpng warning fails.
+  /// Ancillary chunks are not given to libpng (see `iccProfile` and `exif` for those).
+  public static func decode(_ data: [UInt8]) throws -> PixelBuffer {
+    let chunks = try PNGChunks(data)
+    let info = try header(chunks, data)
+    let (format, layout): (UInt32, PixelBuffer.Layout)
+    switch (info.colourType, info.hasTransparency) {
+    case (.gray, false): (format, layout) = (UInt32(PNG_FORMAT_GRAY), .gray)
+    case (.rgb, false), (.palette, false): (format, layout) = (UInt32(PNG_FORMAT_RGB), .rgb)
+    default:
+      // PNG_FORMAT_RGBA is a macro of macros Swift does not import; it is exactly these flags.
+      (format, layout) = (UInt32(PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA), .rgba)
+    }
+    let (rowBytes, overflow) = info.width.multipliedReportingOverflow(by: layout.channels)
+    guard !overflow, rowBytes <= Int(Int32.max), info.height <= Int.max / rowBytes else {
+      throw CodecError(.tooLarge, codec: codec, "\(info.width)x\(info.height)")
+    }
+    let stream = chunks.imageOnly(data)
+    var image = png_image()
+    image.version = UInt32(PNG_IMAGE_VERSION)
+    var failure: CodecError?
+    let bytes = stream.withUnsafeBytes { input in
+      // libpng reads `input` during finish_read too, so both calls stay inside this closure.
+      [UInt8](unsafeUninitializedCapacity: rowBytes * info.height) { out, count in
+        // libpng fills every row on success; only a failed decode leaves bytes to zero.
+        defer {
+          if failure != nil { out.initialize(repeating: 0) }
+          count = out.count
+        }
+        guard png_image_begin_read_from_memory(&image, input.baseAddress, input.count) != 0 else {
+          failure = error(image)  // libpng has already freed the image's internals
+          return
+        }
+        image.format = format
+        // Without this flag libpng assumes 16-bit samples without gAMA/sRGB are *linear* and
+        // gamma-encodes them on the way to 8 bits (too bright); like browsers, we read them as sRGB.
+        image.flags |= UInt32(PNG_IMAGE_FLAG_16BIT_sRGB)
+        guard Int(image.width) == info.width, Int(image.height) == info.height else {
+          png_image_free(&image)
+          failure = CodecError(.corrupt, codec: codec, "IHDR disagrees with libpng")
+          return
+        }
+        let ok = png_image_finish_read(&image, nil, out.baseAddress, Int32(rowBytes), nil)
+        // The copy handed to libpng has no ancillary chunks, so any warning is about the pixels
+        // (e.g. "Not enough image data", which libpng would otherwise pad over).
+        if ok == 0 || image.warning_or_error != 0 { failure = error(image) }
+      }
+    }
+    if let failure { throw failure }
+    return PixelBuffer(width: info.width, height: info.height, layout: layout, bytes: bytes)
+  }
+
+  /// The iCCP profile, inflated with at most `maxBytes` of output; nil when there is none.
+  public static func iccProfile(_ data: [UInt8], maxBytes: Int = 4 << 20) throws -> [UInt8]? {
+    let chunks = try PNGChunks(data)
+    guard let chunk = chunks.first(PNGChunks.iCCP) else { return nil }
+    // Profile name (1–79 bytes), NUL, compression method 0, then a zlib stream.
+    let body = data[chunk.data]
+    guard let nul = body.prefix(80).firstIndex(of: 0), nul + 1 < body.endIndex, body[nul + 1] == 0 else {
+      throw CodecError(.corrupt, codec: codec, "malformed iCCP chunk")
+    }
+    return try Inflate.decompress(body[(nul + 2)...], maxOutput: maxBytes)
+  }
+
+  /// The raw TIFF-structured bytes of the eXIf chunk; nil when there is none.
+  public static func exif(_ data: [UInt8]) throws -> [UInt8]? {
+    try PNGChunks(data).first(PNGChunks.eXIf).map { Array(data[$0.data]) }
+  }
+
+  private static func header(_ chunks: PNGChunks, _ data: [UInt8]) throws -> PNGInfo {
+    guard let ihdr = chunks.first(PNGChunks.IHDR), ihdr.data.count == 13 else {
+      throw CodecError(.corrupt, codec: codec, "bad IHDR")
+    }
+    let d = Array(data[ihdr.data])
+    let width = Int(d[0]) << 24 | Int(d[1]) << 16 | Int(d[2]) << 8 | Int(d[3])
+    let height = Int(d[4]) << 24 | Int(d[5]) << 16 | Int(d[6]) << 8 | Int(d[7])
+    guard (1...0x7FFF_FFFF).contains(width), (1...0x7FFF_FFFF).contains(height),
+      let colourType = PNGInfo.ColourType(rawValue: Int(d[9])), [1, 2, 4, 8, 16].contains(d[8])
+    else { throw CodecError(.corrupt, codec: codec, "bad IHDR values") }
+    let types = Set(chunks.chunks.map(\.type))
+    let idat = chunks.chunks.firstIndex { $0.type == PNGChunks.IDAT } ?? chunks.chunks.count
+    let animated = chunks.chunks[..<idat].contains { $0.type == PNGChunks.type("acTL") }
+    return PNGInfo(
+      width: width, height: height, bitDepth: Int(d[8]), colourType: colourType, interlaced: d[12] != 0,
+      hasTransparency: colourType == .grayAlpha || colourType == .rgba || types.contains(PNGChunks.tRNS),
+      hasICCProfile: types.contains(PNGChunks.iCCP), hasEXIF: types.contains(PNGChunks.eXIf),
+      isAnimated: animated)
+  }
+
+  private static func error(_ image: png_image) -> CodecError {
+    let message = withUnsafeBytes(of: image.message) { raw in
+      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    // The chunk walk has already caught truncation before IEND; what libpng reports is corruption.
+    return CodecError(.corrupt, codec: codec, message.isEmpty ? "libpng failed" : message)
+  }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct ImageCodecsTestsPlaceholder {
-  @Test func moduleBuilds() { #expect(Bool(true)) }
-}

@@ -1,0 +1,194 @@
+import Foundation
+import ImageCodecs
+import Testing
+
+@testable import ImagePipeline
+
+@Suite struct ResamplerTests {
+  // (source width, height, max edge, expected width, height); the 5712 × 4284 photo is fitted
+  // after its 90° rotation, as the pipeline does.
+  static let fittedSizes: [(Int, Int, Int, Int, Int)] = [
+    (4032, 3024, 2048, 2048, 1536),
+    (3024, 4032, 2048, 1536, 2048),
+    (4608, 1976, 2048, 2048, 878),
+    (1488, 2240, 2048, 1360, 2048),
+    (9643, 10328, 2048, 1912, 2048),
+    (4284, 5712, 2048, 1536, 2048),
+    (4000, 4000, 2048, 2048, 2048),
+    (2048, 1000, 2048, 2048, 1000),
+    (1200, 800, 2048, 1200, 800),
+    (1, 1, 2048, 1, 1),
+    (10000, 3, 2048, 2048, 1),
+    (3, 10000, 2048, 1, 2048),
+  ]
+
+  @Test(arguments: fittedSizes.indices)
+  func fittedSizeKeepsTheAspectRatioAndNeverUpscales(index: Int) {
+    let (width, height, maxEdge, expectedWidth, expectedHeight) = Self.fittedSizes[index]
+    let size = Resampler.fitted(width: width, height: height, maxEdge: maxEdge)
+    #expect(size.width == expectedWidth && size.height == expectedHeight, "\(width)x\(height)")
+  }
+
+  @Test func rotatedPhotoIsFittedAfterOrientation() {
+    let display = Orientation.right.displaySize(width: 5712, height: 4284)
+    let size = Resampler.fitted(width: display.width, height: display.height, maxEdge: 2048)
+    #expect(size == (1536, 2048))
+  }
+
+  @Test func imageThatAlreadyFitsIsReturnedAsIs() {
+    let source = PixelFixtures.noise(width: 30, height: 20, layout: .rgb, padding: 2)
+    let result = Resampler.fit(source, maxEdge: 30)
+    #expect(result.bytes == source.bytes && result.width == 30)
+  }
+
+  @Test(arguments: OrientationTests.layouts, [(40, 30, 17, 9), (1, 50, 1, 7), (50, 1, 3, 1), (9, 9, 1, 1)])
+  func constantImageResamplesToExactlyTheSameConstant(
+    layout: PixelBuffer.Layout, size: (Int, Int, Int, Int)
+  ) {
+    for value in [0, 1, 128, 254, 255] as [UInt8] {
+      var source = PixelBuffer(
+        width: size.0, height: size.1, layout: layout,
+        bytes: [UInt8](repeating: value, count: size.0 * size.1 * layout.channels))
+      source.premultiplied = layout == .rgba
+      let result = Resampler.resize(source, width: size.2, height: size.3)
+      #expect(result.width == size.2 && result.height == size.3)
+      #expect(result.bytes.allSatisfy { $0 == value }, "\(layout) \(value) \(size)")
+    }
+  }
+
+  @Test func horizontalAndVerticalGradientsStayMonotonic() {
+    let (width, height) = (301, 203)
+    var bytes = [UInt8](repeating: 0, count: width * height)
+    for y in 0..<height {
+      for x in 0..<width {
+        bytes[y * width + x] = UInt8((x * 255 / (width - 1) + y * 255 / (height - 1)) / 2)
+      }
+    }
+    let source = PixelBuffer(width: width, height: height, layout: .gray, bytes: bytes)
+    let result = Resampler.resize(source, width: 97, height: 64)
+    for y in 0..<64 {
+      for x in 1..<97 { #expect(result.bytes[y * 97 + x] >= result.bytes[y * 97 + x - 1], "row \(y) x \(x)") }
+    }
+    for x in 0..<97 {
+      for y in 1..<64 {
+        #expect(result.bytes[y * 97 + x] >= result.bytes[(y - 1) * 97 + x], "col \(x) y \(y)")
+      }
+    }
+    #expect(result.bytes.first! <= 3 && result.bytes.last! >= 252)
+  }
+
+  @Test(
+    arguments: OrientationTests.layouts, [(97, 61, 40, 25), (64, 48, 63, 47), (30, 90, 7, 21), (2, 40, 1, 9)])
+  func fixedPointResultIsWithinOneLevelOfAFloatingPointReference(
+    layout: PixelBuffer.Layout, size: (Int, Int, Int, Int)
+  ) {
+    // Smooth content plus noise, the harder case for ringing and rounding.
+    var source = PixelFixtures.noise(width: size.0, height: size.1, layout: layout, seed: 3, padding: 1)
+    for y in 0..<size.1 {
+      for i in 0..<(size.0 * layout.channels) {
+        let smooth = 128 + 100 * sin(Double(i) / 9) * cos(Double(y) / 7)
+        let offset = y * source.rowBytes + i
+        source.bytes[offset] = UInt8(clamping: Int(smooth) + Int(source.bytes[offset] >> 3) - 16)
+      }
+    }
+    source.premultiplied = layout == .rgba  // compare colour channels without premultiplying
+    if layout == .rgba {
+      for y in 0..<size.1 { for x in 0..<size.0 { source.bytes[y * source.rowBytes + x * 4 + 3] = 255 } }
+    }
+    let result = Resampler.resize(source, width: size.2, height: size.3)
+    let reference = Self.referenceResize(source, width: size.2, height: size.3)
+    let worst = zip(result.bytes, reference).map { abs(Int($0) - Int($1)) }.max() ?? 0
+    #expect(worst <= 1, "max error \(worst) for \(layout) \(size)")
+  }
+
+  @Test func resizingToTheSameSizeIsTheIdentity() {
+    let source = PixelFixtures.noise(width: 33, height: 17, layout: .rgb, padding: 4)
+    let result = Resampler.resize(source, width: 33, height: 17)
+    #expect(PixelFixtures.pixels(result) == PixelFixtures.pixels(source))
+  }
+
+  @Test func singlePixelRowsAndColumnsResample() {
+    let row = PixelFixtures.noise(width: 1000, height: 1, layout: .rgb)
+    #expect(Resampler.resize(row, width: 10, height: 1).bytes.count == 30)
+    let column = PixelFixtures.noise(width: 1, height: 1000, layout: .gray)
+    #expect(Resampler.resize(column, width: 1, height: 1).bytes.count == 1)
+  }
+
+  @Test func weightsOfEveryDestinationSumToExactlyOne() {
+    for (source, destination) in [(4032, 2048), (2520, 2048), (7, 3), (1, 1), (5, 1), (100, 99)] {
+      let table = LanczosWeights(source: source, destination: destination)
+      for index in 0..<destination {
+        let taps = table.weights[(index * table.stride)..<(index * table.stride + Int(table.counts[index]))]
+        #expect(taps.reduce(0) { $0 + Int($1) } == 1 << LanczosWeights.bits)
+        #expect(Int(table.starts[index]) >= 0 && Int(table.starts[index] + table.counts[index]) <= source)
+      }
+    }
+  }
+
+  @Test func transparentPixelsDoNotBleedTheirColourIntoOpaqueNeighbours() {
+    // Left half opaque red, right half fully transparent but storing pure green.
+    let (width, height) = (40, 8)
+    var bytes = [UInt8](repeating: 0, count: width * height * 4)
+    for y in 0..<height {
+      for x in 0..<width {
+        let p = (y * width + x) * 4
+        if x < width / 2 {
+          bytes[p] = 255
+          bytes[p + 3] = 255
+        } else {
+          bytes[p + 1] = 255
+        }
+      }
+    }
+    let source = PixelBuffer(width: width, height: height, layout: .rgba, bytes: bytes)
+    let result = Resampler.resize(source, width: 10, height: 2)
+    #expect(result.premultiplied)
+    let flat = AlphaFlattener.flattenOntoWhite(result)
+    for p in stride(from: 0, to: flat.bytes.count, by: 3) {
+      // Over white, red and transparent mix to red ≥ green = blue: never a green cast.
+      #expect(flat.bytes[p + 1] == flat.bytes[p + 2], "green leaked at \(p / 3)")
+      #expect(flat.bytes[p] >= flat.bytes[p + 1])
+    }
+  }
+
+  /// Straightforward floating-point Lanczos-3: the same geometry (pixel centres, stretched
+  /// kernel, out-of-image taps dropped and renormalised), no fixed point, one rounding at the end.
+  static func referenceResize(_ image: PixelBuffer, width: Int, height: Int) -> [UInt8] {
+    func weights(_ source: Int, _ destination: Int) -> [(Int, [Double])] {
+      let scale = Double(source) / Double(destination)
+      let stretch = max(scale, 1)
+      return (0..<destination).map { i in
+        let center = (Double(i) + 0.5) * scale
+        let lo = max(0, Int(floor(center - 3 * stretch + 0.5)))
+        let hi = min(source, Int(floor(center + 3 * stretch + 0.5)))
+        let raw = (lo..<hi).map { j -> Double in
+          let x = abs((Double(j) + 0.5 - center) / stretch)
+          if x < 1e-12 { return 1 }
+          return x < 3 ? 3 * sin(.pi * x) * sin(.pi * x / 3) / (.pi * .pi * x * x) : 0
+        }
+        let total = raw.reduce(0, +)
+        return (lo, raw.map { $0 / total })
+      }
+    }
+    let channels = image.layout.channels
+    let horizontal = weights(image.width, width)
+    let vertical = weights(image.height, height)
+    var output = [UInt8](repeating: 0, count: width * height * channels)
+    for y in 0..<height {
+      let (top, vw) = vertical[y]
+      for x in 0..<width {
+        let (left, hw) = horizontal[x]
+        for c in 0..<channels {
+          var sum = 0.0
+          for (j, wy) in vw.enumerated() {
+            for (i, wx) in hw.enumerated() {
+              sum += wy * wx * Double(image.bytes[(top + j) * image.rowBytes + (left + i) * channels + c])
+            }
+          }
+          output[(y * width + x) * channels + c] = UInt8(clamping: Int(sum.rounded()))
+        }
+      }
+    }
+    return output
+  }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct ImagePipelineTestsPlaceholder {
-  @Test func moduleBuilds() { #expect(Bool(true)) }
-}
