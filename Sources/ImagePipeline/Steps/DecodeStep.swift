@@ -24,7 +24,9 @@ enum DecodeStep {
         // libheif also reads the colour of the coded stream (VUI) that our box reader cannot see.
         c.iccProfile = image.info.colour.iccProfile ?? c.iccProfile
         if c.iccProfile == nil, let nclx = image.info.colour.nclx {
-          c.nclx = (nclx.colourPrimaries, nclx.transferCharacteristics, nclx.matrixCoefficients, nclx.fullRange)
+          c.nclx = (
+            nclx.colourPrimaries, nclx.transferCharacteristics, nclx.matrixCoefficients, nclx.fullRange
+          )
         }
       case .png:
         c.pixels = try PNGCodec.decode(c.input)
@@ -41,7 +43,8 @@ enum DecodeStep {
     // The decoded size must be what the headers promised (a lying header must not slip through).
     if let pixels = c.pixels, !matchesExpected(pixels, c, header) {
       throw .corrupt(
-        "the decoded image (\(pixels.width)x\(pixels.height)) does not match its header (\(header.width)x\(header.height))")
+        "the decoded image (\(pixels.width)x\(pixels.height)) does not match its header (\(header.width)x\(header.height))"
+      )
     }
   }
 
