@@ -78,6 +78,15 @@ public final class Application: HTTPHandler {
     let control = AccessControl(configuration: access, warn: { eventLog.warning($0) })
     let options = configuration.attachments
     do {
+      // `attachd serve` creates the data directory; a missing one is a failure, not a mkdir.
+      var isDirectory: ObjCBool = false
+      guard
+        FileManager.default.fileExists(
+          atPath: configuration.storage.dataDirectory, isDirectory: &isDirectory),
+        isDirectory.boolValue
+      else {
+        throw AppError.notReady(reason: "data directory \(configuration.storage.dataDirectory) is missing")
+      }
       var storeConfiguration = AttachmentStore.Configuration()
       storeConfiguration.defaultRetention = TimeInterval(options.retention)
       let store = try AttachmentStore.embedded(
