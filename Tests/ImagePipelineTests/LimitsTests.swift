@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import ImagePipeline
@@ -79,13 +80,23 @@ import Testing
     #expect(budget.inUse == 0)
   }
 
-  @Test func memoryBudgetWaiterProceedsWhenAnotherReleases() async throws {
-    let budget = MemoryBudget(capacity: 1000, waitTimeout: .seconds(5))
+  @Test func memoryBudgetWaiterProceedsWhenAnotherReleases() throws {
+    let budget = MemoryBudget(capacity: 1000, waitTimeout: .seconds(10))
     let held = try budget.reserve(900)
-    let waiter = Task.detached { try budget.reserve(500).bytes }
-    try await Task.sleep(for: .milliseconds(50))
+    // A plain thread, not a Task: the reservation blocks, which must not tie up the test's
+    // cooperative threads.
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Int?>(nil)
+    Thread.detachNewThread {
+      let bytes = (try? budget.reserve(500))?.bytes
+      result.withLock { $0 = bytes }
+      done.signal()
+    }
+    Thread.sleep(forTimeInterval: 0.05)
+    #expect(result.withLock { $0 } == nil)
     held.release()
-    #expect(try await waiter.value == 500)
+    #expect(done.wait(timeout: .now() + 10) == .success)
+    #expect(result.withLock { $0 } == 500)
     #expect(budget.inUse == 0)
   }
 
