@@ -53,9 +53,7 @@ import Testing
     for file in ["jpeg-iphone6-gps.jpg", "heic-iphonexs-irot-exif6-gps.heic", "heic-samsung-200mp-irot.heic"]
     {
       let result = try pipeline.process(try corpusBytes(file))
-      let stages = result.timings.map {
-        "\($0.stage)=\($0.duration.components.attoseconds / 1_000_000_000_000 + $0.duration.components.seconds * 1000)ms"
-      }
+      let stages = result.timings.map { "\($0.stage)=\(Int($0.duration / .milliseconds(1)))ms" }
       print("bench \(file): \(stages.joined(separator: " "))")
     }
   }
