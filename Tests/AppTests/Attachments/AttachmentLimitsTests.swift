@@ -139,6 +139,13 @@ struct AttachmentLimitsTests {
     #expect(config.attachments.pipelineConfiguration().limits.maxInputBytes == 1_048_576)
   }
 
+  @Test func anEmptySigningSecretMeansUnset() throws {
+    var config = Application.Configuration()
+    try ConfigurationLoader.applyEnvironment(["ATTACHD_SIGNING_SECRET": ""], to: &config)
+    #expect(config.signing.secret == nil)
+    try config.validate()
+  }
+
   @Test func aBadTenantRetentionIsRefusedWithItsVariable() {
     var config = Application.Configuration()
     #expect(throws: ConfigurationError.self) {
