@@ -125,8 +125,9 @@ public final class Application: HTTPHandler {
       let id = parameters["id"] ?? ""
       switch route {
       case .upload: return attachments.uploadHead(head, context: context)
-      case .image: return .respond(attachments.image(head, id: id, context: context))
-      case .meta: return .respond(attachments.meta(head, id: id, context: context))
+      // Index look-ups read SQLite: on the worker pool, never on the event loop.
+      case .image: return .readBody(DeferredResponse { attachments.image(head, id: id, context: context) })
+      case .meta: return .readBody(DeferredResponse { attachments.meta(head, id: id, context: context) })
       default: return attachments.delete(head, id: id, context: context)
       }
     }

@@ -74,7 +74,7 @@ struct AttachmentLimitsTests {
 
   @Test func expiredAttachmentsVanishAtOnceAndTheSweeperRemovesThem() throws {
     let server = try AttachmentServer {
-      $0.attachments.retention = 1
+      $0.attachments.retention = 3
       $0.attachments.sweepInterval = 1
     }
     defer { server.stop() }
@@ -83,7 +83,7 @@ struct AttachmentLimitsTests {
     let id = try #require(record["id"] as? String)
     let acme = AttachmentServer.bearer(AttachmentServer.acmeKey)
     #expect(try server.curl("/v1/attachments/\(id)", ["-H", acme]).status == 200)
-    usleep(2_100_000)
+    usleep(3_200_000)
     #expect(try server.curl("/v1/attachments/\(id)", ["-H", acme]).status == 404)
     #expect(LiveTesting.waitUntil(seconds: 5) { (try? service.store.statistics().attachments) == 0 })
     let blob = try #require(record["sha256"] as? String)
