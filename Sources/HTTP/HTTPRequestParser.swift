@@ -74,12 +74,6 @@ public struct HTTPRequestParser: Sendable {
     self.limits = limits
   }
 
-  /// Whether the parser is between messages (nothing of a next request has been consumed).
-  public var isIdle: Bool {
-    if case .head = state { return scanPosition == 0 && requestLineEnd == nil }
-    return false
-  }
-
   /// Consumes a prefix of `input` and returns the next event (nil = need more bytes) and how
   /// many bytes it consumed.
   public mutating func next(_ input: UnsafeRawBufferPointer) throws(HTTPParserError) -> (

@@ -1,10 +1,8 @@
-// Placeholder: the pipeline helper owns this file and replaces it at merge.
-import Foundation
+import ImagePipeline
 
-/// `attachd process`.
+/// `attachd process IN OUT [--max-edge N] [--quality Q]` (logic in `ImagePipeline.ProcessCLI`).
 enum ProcessCommand {
   static func run(_ arguments: [String]) -> Int32 {
-    FileHandle.standardError.write(Data("attachd process: not built yet\n".utf8))
-    return 2
+    ProcessCLI.run(arguments)
   }
 }

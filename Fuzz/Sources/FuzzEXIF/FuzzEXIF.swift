@@ -4,8 +4,11 @@ import ImagePipeline
 /// One input: must never crash, hang or leak, whatever the bytes.
 @_cdecl("LLVMFuzzerTestOneInput")
 func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-  let input = UnsafeRawBufferPointer(start: data, count: size)
-  _ = input  // TODO(owner of ImagePipeline): feed `input` to the parser under test.
+  let bytes = [UInt8](UnsafeRawBufferPointer(start: data, count: size))
+  if let info = EXIFReader.read(bytes) {
+    precondition((1...8).contains(info.orientationValue), "orientation outside 1…8")
+    precondition(info.byteCount <= bytes.count)
+  }
   return 0
 }
 

@@ -4,8 +4,11 @@ import ImagePipeline
 /// One input: must never crash, hang or leak, whatever the bytes.
 @_cdecl("LLVMFuzzerTestOneInput")
 func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-  let input = UnsafeRawBufferPointer(start: data, count: size)
-  _ = input  // TODO(owner of ImagePipeline): feed `input` to the parser under test.
+  let bytes = [UInt8](UnsafeRawBufferPointer(start: data, count: size))
+  if let info = try? PNGChunkWalker.read(bytes, checkCRC: true) {
+    precondition(info.width > 0 && info.height > 0, "IHDR accepted a zero size")
+    precondition(info.textBytes >= 0 && info.crcErrors >= 0, "negative counts")
+  }
   return 0
 }
 

@@ -1,1 +1,0 @@
-// ImagePipeline module. See DESIGN.md §3.

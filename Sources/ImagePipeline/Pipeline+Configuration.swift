@@ -1,0 +1,39 @@
+extension Pipeline {
+  /// Settings of one pipeline; defaults follow DESIGN.md §1.
+  public struct Configuration: Sendable {
+    /// Longest output edge; larger images are fitted inside it, smaller ones are never upscaled.
+    public var maxEdge = 2048
+    /// JPEG quality, 1…100.
+    public var quality = 85
+    public var limits = Limits()
+    /// libheif decoding threads per image (the worker pool already runs images in parallel).
+    public var heifThreads = 1
+    /// Rewrite fitting sRGB/untagged JPEGs with `tjTransform` instead of re-encoding them.
+    public var losslessJPEG = true
+    /// The budget decodes reserve their estimated memory from.
+    public var memoryBudget: MemoryBudget = .shared
+
+    public init() {}
+
+    /// Throws when a setting is out of range.
+    public func validate() throws(ConfigurationError) {
+      guard (1...65_500).contains(maxEdge) else {
+        throw ConfigurationError("maxEdge must be 1…65500 (is \(maxEdge))")
+      }
+      guard (1...100).contains(quality) else {
+        throw ConfigurationError("quality must be 1…100 (is \(quality))")
+      }
+      guard (1...64).contains(heifThreads) else {
+        throw ConfigurationError("heifThreads must be 1…64 (is \(heifThreads))")
+      }
+      if let problem = limits.validate() { throw ConfigurationError(problem) }
+    }
+  }
+
+  /// A configuration that cannot work.
+  public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { message }
+  }
+}

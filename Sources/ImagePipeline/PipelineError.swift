@@ -1,0 +1,59 @@
+/// Why the pipeline refused an input or failed: a stable `code` to branch on, a human `reason`,
+/// and the underlying library's message for logs only (never shown to clients).
+public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible {
+  enum Kind: String, Sendable {
+    case empty
+    case unsupportedFormat = "unsupported_format"
+    case unsupportedJPEGPrecision = "unsupported_jpeg_precision"
+    case animatedUnsupported = "animated_unsupported"
+    case tooLargeBytes = "too_large_bytes"
+    case pixelLimit = "pixel_limit"
+    case dimensionLimit = "dimension_limit"
+    case tooManyItems = "too_many_items"
+    case metadataTooLarge = "metadata_too_large"
+    case corrupt
+    case truncated
+    case memoryBudget = "memory_budget"
+    case `internal`
+  }
+
+  let kind: Kind
+  /// A sentence for people: what was wrong with the input.
+  public let reason: String
+  /// The C library's message or other internal detail, for logs.
+  public let detail: String?
+
+  init(_ kind: Kind, _ reason: String, detail: String? = nil) {
+    self.kind = kind
+    self.reason = reason
+    self.detail = detail
+  }
+
+  /// The stable machine-readable code (`pixel_limit`, `truncated`, …).
+  public var code: String { kind.rawValue }
+
+  /// Every code the pipeline can produce, for the App's status table and its tests.
+  public static let allCodes: [String] = [
+    Kind.empty, .unsupportedFormat, .unsupportedJPEGPrecision, .animatedUnsupported, .tooLargeBytes,
+    .pixelLimit, .dimensionLimit, .tooManyItems, .metadataTooLarge, .corrupt, .truncated, .memoryBudget,
+    .internal,
+  ].map(\.rawValue)
+
+  public var description: String {
+    detail.map { "\(code): \(reason) (\($0))" } ?? "\(code): \(reason)"
+  }
+
+  static func empty() -> PipelineError { PipelineError(.empty, "the upload is empty") }
+  static func unsupported(_ what: String) -> PipelineError {
+    PipelineError(.unsupportedFormat, "\(what) is not a supported image format")
+  }
+  static func corrupt(_ reason: String, detail: String? = nil) -> PipelineError {
+    PipelineError(.corrupt, reason, detail: detail)
+  }
+  static func truncated(_ reason: String, detail: String? = nil) -> PipelineError {
+    PipelineError(.truncated, reason, detail: detail)
+  }
+  static func `internal`(_ reason: String, detail: String? = nil) -> PipelineError {
+    PipelineError(.internal, reason, detail: detail)
+  }
+}

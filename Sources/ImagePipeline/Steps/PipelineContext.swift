@@ -1,0 +1,44 @@
+import ImageCodecs
+
+/// The state one input carries through the ordered steps of `Pipeline`.
+struct PipelineContext {
+  let input: [UInt8]
+  let configuration: Pipeline.Configuration
+  var format: SniffedFormat = .unknown
+  var header: ImageHeader?
+  var orientation = OrientationDecision(
+    apply: .up, reported: .up, source: .none, ignoreHEIFTransformations: false)
+  /// Upright size of the input, and the output size (display size fitted into `maxEdge`).
+  var displaySize = (width: 0, height: 0)
+  var outputSize = (width: 0, height: 0)
+  /// The colour profile to convert from after decoding (ICC bytes), and its description.
+  var iccProfile: [UInt8]?
+  var nclx: (primaries: Int, transfer: Int, matrix: Int, fullRange: Bool)?
+  var colourProfileDescription: String?
+  var reservation: MemoryBudget.Reservation?
+  var pixels: PixelBuffer?
+  /// Set once the output exists; later pixel steps then have nothing to do.
+  var output: [UInt8]?
+  var losslessTransform = false
+
+  init(input: [UInt8], configuration: Pipeline.Configuration) {
+    self.input = input
+    self.configuration = configuration
+  }
+
+  /// The header, which every step after `header` may rely on.
+  func requireHeader() throws(PipelineError) -> ImageHeader {
+    guard let header else { throw .internal("step order: no header yet") }
+    return header
+  }
+
+  func requirePixels() throws(PipelineError) -> PixelBuffer {
+    guard let pixels else { throw .internal("step order: no pixels yet") }
+    return pixels
+  }
+
+  /// The output size in stored orientation: what decoding and resizing aim for before orienting.
+  var storedOutputSize: (width: Int, height: Int) {
+    orientation.apply.swapsDimensions ? (outputSize.height, outputSize.width) : outputSize
+  }
+}
