@@ -8,4 +8,18 @@ public enum AppError: Error, Sendable, Equatable {
   case notReady(reason: String)
   /// The server is shutting down and takes no new work.
   case draining
+  /// An upload without a body (400).
+  case emptyUpload
+  /// The upload body is larger than `uploads.maxBytes` (413).
+  case uploadTooLarge
+  /// A multipart upload without a usable boundary, or without any file part (400).
+  case malformedUpload(String)
+  /// The `Idempotency-Key` is held by a request still running (409).
+  case idempotencyInProgress
+  /// The `Idempotency-Key` was used before with a different body (422).
+  case idempotencyMismatch
+  /// An `Idempotency-Key` that is empty or longer than 255 characters (400).
+  case invalidIdempotencyKey
+  /// A `Range` outside the image of `size` bytes (416).
+  case rangeNotSatisfiable(size: Int)
 }

@@ -8,7 +8,10 @@ extension Application {
   public struct Configuration: Sendable, Equatable {
     public var server = ServerOptions()
     public var storage = StorageOptions()
-    public var auth = AuthOptions()
+    public var auth = Authenticator.Configuration()
+    public var limits = LimitOptions()
+    public var signing = SignedURL.Configuration()
+    public var attachments = AttachmentOptions()
     public var log = LogOptions()
 
     public init() {}
@@ -18,6 +21,9 @@ extension Application {
       try server.validate()
       try storage.validate()
       try auth.validate()
+      try limits.validate()
+      try signing.validate()
+      try attachments.validate()
       try log.validate()
     }
   }
@@ -101,25 +107,8 @@ extension Application {
     }
   }
 
-  /// API keys (issue 4 adds scopes, hashed keys and rate limits).
-  public struct AuthOptions: Sendable, Equatable {
-    /// Plain keys with their tenant, e.g. from `ATTACHD_API_KEYS`.
-    public var apiKeys: [APIKey] = []
-
-    public init() {}
-
-    public func validate() throws(ConfigurationError) {
-      var seen = Set<String>()
-      for (index, key) in apiKeys.enumerated() {
-        try key.validate(position: index + 1)
-        // A key must identify one tenant; a repeated key would make that ambiguous.
-        guard seen.insert(key.key).inserted else {
-          throw ConfigurationError(
-            "auth.apiKeys: entry \(index + 1) (tenant \(key.tenant)) repeats an earlier key")
-        }
-      }
-    }
-  }
+  /// API keys: hashed keys with scopes, and plain `tenant:key` pairs.
+  public typealias AuthOptions = Authenticator.Configuration
 
   /// Where log lines go.
   public struct LogOptions: Sendable, Equatable {

@@ -37,8 +37,13 @@ extension Application {
     var config = configuration.server.serverConfiguration()
     config.handleSignals = handleSignals
     let log = accessLog
-    config.accessLog = { log.record($0) }
+    // Unowned: the server holds this application as its handler and outlives its requests.
+    config.accessLog = { [unowned self] entry in
+      log.record(entry)
+      recordMetrics(entry)
+    }
     let server = try Server(configuration: config, handler: self)
+    startBackgroundWork()
     // Weak: the server holds this application as its handler.
     readiness.setDrainingCheck { [weak server] in server?.isDraining ?? true }
     return server

@@ -1,22 +1,50 @@
+import Foundation
 import HTTP
+import ImagePipeline
 import Server
+import Storage
 
 /// attachd's request handler: routes requests, answers health checks, and turns every error
 /// into problem+json through `ErrorTable`.
 public final class Application: HTTPHandler {
-  /// The routes attachd answers (issue 4 adds the attachments API and metrics).
+  /// The routes attachd answers.
   public enum Route: Sendable, Equatable {
     case healthz
     case readyz
+    case metrics
+    case upload
+    case image
+    case meta
+    case delete
+
+    /// The path template, for metrics labels (never the raw path).
+    public var template: String {
+      switch self {
+      case .healthz: "/healthz"
+      case .readyz: "/readyz"
+      case .metrics: "/metrics"
+      case .upload: Application.attachmentsPath
+      case .image, .delete: Application.attachmentsPath + "/{id}"
+      case .meta: Application.attachmentsPath + "/{id}/meta"
+      }
+    }
   }
 
   /// The version `attachd --version` prints.
   public static let version = "0.1.0"
+  /// Where attachments live in the URL space.
+  public static let attachmentsPath = "/v1/attachments"
 
   public let configuration: Configuration
   public let readiness: Readiness
   public let accessLog: AccessLog
   public let eventLog: EventLog
+  public let metrics: AttachdMetrics
+  /// The attachments API; nil when storage could not be opened (see `storageFailure`).
+  public let attachments: AttachmentService?
+  /// Why storage could not be opened, when it could not.
+  public let storageFailure: String?
+  let sweeper: Sweeper?
   let router: Router<Route>
 
   /// The routing table.
@@ -24,41 +52,125 @@ public final class Application: HTTPHandler {
     var router = Router<Route>()
     router.add("GET", "/healthz", .healthz)
     router.add("GET", "/readyz", .readyz)
+    router.add("GET", "/metrics", .metrics)
+    router.add("POST", attachmentsPath, .upload)
+    router.add("GET", attachmentsPath + "/{id}", .image)
+    router.add("DELETE", attachmentsPath + "/{id}", .delete)
+    router.add("GET", attachmentsPath + "/{id}/meta", .meta)
     return router
   }
 
+  /// Opens storage under `storage.dataDir` (cleaning temp files a crash left) and builds the
+  /// access checks, pipeline and metrics. A storage failure is kept in `storageFailure`.
   public init(configuration: Configuration, accessLog: AccessLog, eventLog: EventLog) {
     self.configuration = configuration
     self.accessLog = accessLog
     self.eventLog = eventLog
     self.readiness = Readiness(dataDirectory: configuration.storage.dataDirectory)
     self.router = Self.makeRouter()
+    let metrics = AttachdMetrics()
+    self.metrics = metrics
+    var access = AccessControl.Configuration()
+    access.auth = configuration.auth
+    access.rateLimit = configuration.limits.rate
+    access.uploads = configuration.limits.uploads
+    access.signedLinks = configuration.signing
+    let control = AccessControl(configuration: access, warn: { eventLog.warning($0) })
+    let options = configuration.attachments
+    do {
+      var storeConfiguration = AttachmentStore.Configuration()
+      storeConfiguration.defaultRetention = TimeInterval(options.retention)
+      let store = try AttachmentStore.embedded(
+        directory: configuration.storage.dataDirectory, configuration: storeConfiguration)
+      for (tenant, seconds) in options.tenantRetention.sorted(by: { $0.key < $1.key }) {
+        try store.setRetention(TimeInterval(seconds), tenant: tenant)
+      }
+      let pipeline = try Pipeline(configuration: options.pipelineConfiguration())
+      let service = AttachmentService(
+        store: store, pipeline: pipeline, access: control, metrics: metrics, options: options,
+        eventLog: eventLog)
+      attachments = service
+      sweeper = Sweeper(store: store, interval: Double(options.sweepInterval), eventLog: eventLog)
+      storageFailure = nil
+      metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
+    } catch {
+      attachments = nil
+      sweeper = nil
+      storageFailure = String(describing: error)
+    }
   }
 
   public func head(_ head: HTTPRequestHead, context: RequestContext) -> HeadDecision {
     // The server adds X-Request-Id to every response.
-    .respond(route(head, context: context))
+    let match = router.match(method: head.method, path: head.path)
+    if case .found(let route, let parameters) = match,
+      route == .upload || route == .image || route == .meta
+        || route == .delete
+    {
+      guard let attachments else {
+        return .respond(
+          ErrorTable.response(
+            for: AppError.notReady(reason: storageFailure ?? "storage"), requestID: context.requestID,
+            log: eventLog))
+      }
+      let id = parameters["id"] ?? ""
+      switch route {
+      case .upload: return attachments.uploadHead(head, context: context)
+      case .image: return .respond(attachments.image(head, id: id, context: context))
+      case .meta: return .respond(attachments.meta(head, id: id, context: context))
+      default: return attachments.delete(head, id: id, context: context)
+      }
+    }
+    return .respond(route(match, context: context))
   }
 
-  private func route(_ head: HTTPRequestHead, context: RequestContext) -> HTTPResponse {
-    switch router.match(method: head.method, path: head.path) {
+  private func route(_ match: Router<Route>.Match, context: RequestContext) -> HTTPResponse {
+    switch match {
     case .found(.healthz, _):
       return Self.json(status: 200, #"{"status":"ok"}"#)
     case .found(.readyz, _):
-      if let problem = readiness.check() {
+      var problem = readiness.check()
+      if problem == nil, attachments?.store.isWritable() != true {
+        problem = .notReady(reason: storageFailure ?? "storage is not writable")
+      }
+      if let problem {
         if case .notReady(let reason) = problem {
           eventLog.warning("not ready", fields: [("request_id", context.requestID), ("reason", reason)])
         }
         return ErrorTable.response(for: problem, requestID: context.requestID, log: nil)
       }
       return Self.json(status: 200, #"{"status":"ready"}"#)
+    case .found(.metrics, _):
+      return HTTPResponse(
+        status: 200, headers: ["Content-Type": MetricsRegistry.contentType, "Cache-Control": "no-store"],
+        body: .bytes(Array(metrics.render().utf8)))
     case .methodNotAllowed(let allow):
       return ErrorTable.response(
         for: AppError.methodNotAllowed(allow: allow), requestID: context.requestID, log: nil)
-    case .notFound:
+    case .found, .notFound:
       return ErrorTable.response(for: AppError.notFound, requestID: context.requestID, log: nil)
     }
   }
+
+  /// Counts one finished request in `/metrics` under its route template.
+  func recordMetrics(_ entry: AccessLogEntry) {
+    guard entry.status > 0 else { return }
+    let route: String
+    if case .found(let found, _) = router.match(method: entry.method, path: Substring(entry.path)) {
+      route = found.template
+    } else {
+      route = "unmatched"
+    }
+    metrics.recordRequest(
+      route: route, method: entry.method, status: entry.status, requestBytes: 0,
+      responseBytes: Int(clamping: entry.bytesOut))
+  }
+
+  /// Starts the retention sweeper (`makeServer` does this).
+  public func startBackgroundWork() { sweeper?.start() }
+
+  /// Stops the sweeper; call once the server has stopped.
+  public func stopBackgroundWork() { sweeper?.stop() }
 
   static func json(status: Int, _ text: StaticString) -> HTTPResponse {
     let body = text.withUTF8Buffer { Array($0) + [0x0A] }

@@ -84,6 +84,72 @@ public struct ConfigurationKey: Sendable {
       set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
         config.auth.apiKeys = try APIKey.parseList(value.listText())
       }),
+    ConfigurationKey(
+      path: "auth.keys", environment: "ATTACHD_AUTH_KEYS", flag: nil, defaultText: "none",
+      summary: "hashed API keys: JSON array of {tenant, scopes, key_sha256} (see attachd keys new)",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config.auth.keys = try HashedKey.parseList(value)
+      }),
+    ConfigurationKey(
+      path: "limits.requestsPerSecond", environment: "ATTACHD_RATE_LIMIT", flag: nil, defaultText: "10",
+      summary: "token-bucket refill per key, requests/s (0 = off)",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        let number = try value.number()
+        guard number >= 0, number.isFinite else { throw ConfigurationError("must be 0 or more") }
+        config.limits.rate.requestsPerSecond = number
+      }),
+    .integer(
+      "limits.burst", env: "ATTACHD_RATE_BURST", flag: nil, summary: "requests one key may make at once",
+      range: 1...1_000_000, \.limits.rate.burst),
+    .integer(
+      "limits.maxTrackedKeys", env: "ATTACHD_RATE_TRACKED_KEYS", flag: nil,
+      summary: "rate-limit buckets kept at most", range: 1...10_000_000, \.limits.rate.maxTrackedKeys),
+    .integer(
+      "limits.concurrentUploadsPerKey", env: "ATTACHD_CONCURRENT_UPLOADS_PER_KEY", flag: nil,
+      summary: "uploads one key may have in flight (0 = off)", range: 0...10_000,
+      \.limits.uploads.maxConcurrentUploadsPerKey),
+    .integer(
+      "limits.uploadRetryAfter", env: "ATTACHD_UPLOAD_RETRY_AFTER", flag: nil,
+      summary: "Retry-After seconds of the over-cap 429", range: 1...3600, \.limits.uploads.retryAfterSeconds),
+    ConfigurationKey(
+      path: "signing.secret", environment: "ATTACHD_SIGNING_SECRET", flag: nil,
+      defaultText: "random per process", summary: "HMAC key for signed links, at least 32 characters",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config.signing.secret = try value.text()
+      }),
+    .integer(
+      "signing.linkTTL", env: "ATTACHD_SIGNED_LINK_TTL", flag: nil, summary: "lifetime of a signed link, s",
+      range: 1...2_592_000, \.signing.ttlSeconds),
+    .integer(
+      "uploads.maxBytes", env: "ATTACHD_MAX_UPLOAD_BYTES", flag: nil,
+      summary: "largest upload body in bytes (→ 413)", range: 1...(1 << 40), \.attachments.maxUploadBytes),
+    .integer(
+      "uploads.maxParts", env: "ATTACHD_MAX_PARTS", flag: nil,
+      summary: "most file parts in one multipart upload (→ 413)", range: 1...1000, \.attachments.maxParts),
+    .integer(
+      "uploads.maxEdge", env: "ATTACHD_MAX_EDGE", flag: nil, summary: "longest edge of a stored image, px",
+      range: 1...65_500, \.attachments.maxEdge),
+    .integer(
+      "uploads.quality", env: "ATTACHD_JPEG_QUALITY", flag: nil, summary: "JPEG quality of stored images",
+      range: 1...100, \.attachments.quality),
+    .integer(
+      "attachments.cacheMaxAge", env: "ATTACHD_CACHE_MAX_AGE", flag: nil,
+      summary: "Cache-Control max-age of a served image, s", range: 0...31_536_000, \.attachments.cacheMaxAge),
+    .integer(
+      "storage.retention", env: "ATTACHD_RETENTION", flag: nil,
+      summary: "seconds an attachment lives (default 30 days)", range: 1...(100 * 365 * 86_400),
+      \.attachments.retention),
+    ConfigurationKey(
+      path: "storage.tenantRetention", environment: "ATTACHD_TENANT_RETENTION", flag: nil,
+      defaultText: "none",
+      summary: "per-tenant retention in seconds: JSON object {\"tenant\": seconds}",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config.attachments.tenantRetention = try value.tenantSeconds()
+      }),
+    .integer(
+      "storage.sweepInterval", env: "ATTACHD_SWEEP_INTERVAL", flag: nil,
+      summary: "seconds between sweeps of expired attachments", range: 1...604_800,
+      \.attachments.sweepInterval),
     .text(
       "log.access", env: "ATTACHD_ACCESS_LOG", flag: "--access-log",
       summary: "access log: stdout, stderr, off or a file path", \.log.access),
@@ -180,6 +246,30 @@ enum ConfigurationValue: Sendable {
     case .json(.number(let d)): return d
     case .json: throw ConfigurationError("expected a number")
     }
+  }
+
+  /// A JSON object of tenant → seconds (from a file, or as JSON text from the environment).
+  func tenantSeconds() throws(ConfigurationError) -> [String: Int] {
+    var json: JSONValue
+    switch self {
+    case .json(let value): json = value
+    case .text(let text):
+      if text.trimmingASCIIWhitespace().isEmpty { return [:] }
+      do { json = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) } catch {
+        throw ConfigurationError("not valid JSON (expected an object of tenant: seconds)")
+      }
+    }
+    guard case .object(let members) = json else {
+      throw ConfigurationError("expected an object of tenant: seconds")
+    }
+    var result: [String: Int] = [:]
+    for (tenant, value) in members {
+      guard case .number(let d) = value, let n = Int(exactly: d), n > 0 else {
+        throw ConfigurationError("\(tenant): expected a positive whole number of seconds")
+      }
+      result[tenant] = n
+    }
+    return result
   }
 
   /// Comma-separated text, or a JSON array of strings joined with commas.

@@ -1,5 +1,7 @@
 import HTTP
+import ImagePipeline
 import Server
+import Storage
 
 /// What a client is told about an error: status, a stable `code`, a short public title and
 /// any header the status calls for (`Allow`, `Retry-After`).
@@ -32,6 +34,9 @@ public enum ErrorTable {
     case let error as AppError: publicError(for: error)
     case let error as HTTPParserError: publicError(for: error)
     case let error as MultipartError: publicError(for: error)
+    case let error as PipelineError: publicError(for: error)
+    case let error as StorageError: publicError(for: error)
+    case let error as AccessError: error.publicError
     default: internalError
     }
   }
@@ -62,8 +67,66 @@ public enum ErrorTable {
     }
   }
 
+  static func publicError(for error: PipelineError) -> PublicError {
+    switch error.code {
+    case "empty": PublicError(status: 400, code: "empty", title: "The upload is empty")
+    case "unsupported_format":
+      PublicError(status: 415, code: "unsupported_format", title: "Not a supported image format")
+    case "animated_unsupported":
+      PublicError(status: 415, code: "animated_unsupported", title: "Animated images are not supported")
+    case "unsupported_jpeg_precision":
+      PublicError(
+        status: 422, code: "unsupported_jpeg_precision", title: "JPEG sample precision not supported")
+    case "too_large_bytes": PublicError(status: 413, code: "too_large_bytes", title: "Image file too large")
+    case "pixel_limit": PublicError(status: 413, code: "pixel_limit", title: "Image has too many pixels")
+    case "dimension_limit":
+      PublicError(status: 413, code: "dimension_limit", title: "Image is too wide or tall")
+    case "too_many_items": PublicError(status: 413, code: "too_many_items", title: "Image has too many parts")
+    case "metadata_too_large":
+      PublicError(status: 413, code: "metadata_too_large", title: "Image metadata too large")
+    case "corrupt": PublicError(status: 422, code: "corrupt", title: "The image cannot be decoded")
+    case "truncated": PublicError(status: 422, code: "truncated", title: "The image is truncated")
+    case "memory_budget":
+      PublicError(
+        status: 503, code: "memory_budget", title: "Server busy with other images",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    default: PublicError(status: 500, code: "internal", title: "The image could not be processed")
+    }
+  }
+
+  static func publicError(for error: StorageError) -> PublicError {
+    if error.code == .busy {
+      return PublicError(
+        status: 503, code: "storage_busy", title: "Storage busy",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+    return PublicError(status: 500, code: "storage_error", title: "Storage failed")
+  }
+
   static func publicError(for error: AppError) -> PublicError {
     switch error {
+    case .emptyUpload:
+      PublicError(status: 400, code: "empty", title: "The upload is empty")
+    case .uploadTooLarge:
+      PublicError(status: 413, code: "payload_too_large", title: "Upload too large")
+    case .malformedUpload:
+      PublicError(status: 400, code: "malformed_upload", title: "Malformed upload")
+    case .idempotencyInProgress:
+      PublicError(
+        status: 409, code: "idempotency_in_progress",
+        title: "A request with this Idempotency-Key is still running",
+        headers: ["Retry-After": "1"])
+    case .idempotencyMismatch:
+      PublicError(
+        status: 422, code: "idempotency_mismatch",
+        title: "This Idempotency-Key was used with a different request")
+    case .invalidIdempotencyKey:
+      PublicError(
+        status: 400, code: "invalid_idempotency_key", title: "Idempotency-Key must be 1…255 characters")
+    case .rangeNotSatisfiable(let size):
+      PublicError(
+        status: 416, code: "range_not_satisfiable", title: "Range not satisfiable",
+        headers: ["Content-Range": "bytes */\(size)"])
     case .notFound:
       PublicError(status: 404, code: "not_found", title: "Not found")
     case .methodNotAllowed(let allow):

@@ -12,6 +12,9 @@ public protocol AttachmentIndex: Sendable {
   /// The tenant's unexpired attachment with this id, or nil (also for another tenant's id).
   func attachment(tenant: String, id: String, now: Date) throws -> AttachmentRecord?
 
+  /// The tenant owning the unexpired attachment `id`, or nil (for signed links, which carry no key).
+  func tenant(ofAttachment id: String, now: Date) throws -> String?
+
   /// Deletes the tenant's attachment; returns the removed row, or nil when there was none.
   func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord?
 

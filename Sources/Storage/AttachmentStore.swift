@@ -142,6 +142,11 @@ public final class AttachmentStore: Sendable {
     try index.attachment(tenant: tenant, id: id, now: clock())
   }
 
+  /// The tenant of the live attachment `id`, or nil (signed links name no tenant).
+  public func tenant(ofAttachment id: String) throws -> String? {
+    try index.tenant(ofAttachment: id, now: clock())
+  }
+
   /// The stored bytes of a record (or the bytes in `range`, clamped).
   public func read(_ record: AttachmentRecord, range: Range<Int>? = nil) throws -> [UInt8] {
     try blobs.read(record.blob, range: range)

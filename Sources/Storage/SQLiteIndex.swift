@@ -201,6 +201,15 @@ public final class SQLiteIndex: AttachmentIndex {
     return try rows.first.map(Self.record)
   }
 
+  public func tenant(ofAttachment id: String, now: Date) throws -> String? {
+    let rows = try read {
+      try $0.query(
+        "SELECT tenant FROM attachments WHERE id = ? AND expires_at > ?",
+        [.text(id), .integer(Self.seconds(now))])
+    }
+    return rows.first?[0].text
+  }
+
   public func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord? {
     let rows = try write {
       try $0.query(

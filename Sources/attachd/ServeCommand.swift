@@ -41,6 +41,11 @@ enum ServeCommand {
     let application = Application(
       configuration: configuration, accessLog: AccessLog(sink: accessSink),
       eventLog: EventLog(sink: .standardError))
+    if let failure = application.storageFailure {
+      CLI.printError(
+        "attachd serve: cannot open storage in \(configuration.storage.dataDirectory): \(failure)")
+      return exitConfig
+    }
     // A parent may have started us with SIGTERM/SIGINT blocked (threads of libdispatch block
     // them, and posix_spawn passes the mask on); blocked, they would never start the drain.
     // Unblock them before the server starts its threads, which inherit this mask.
@@ -68,6 +73,7 @@ enum ServeCommand {
       application.accessLog.flush()
       application.eventLog.flush()
     }
+    defer { application.stopBackgroundWork() }
     do {
       try server.run()
     } catch {

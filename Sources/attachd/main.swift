@@ -14,7 +14,8 @@ enum CLI {
       process IN OUT [--max-edge N] [--quality Q]
                                  turn one image into a clean JPEG
       inspect IN                 describe an image as JSON
-      keys …                     manage API keys (not yet available)
+      keys new --tenant T --scopes upload,read[,delete]
+                                 print a new API key and its config entry
       --help, --version
     """
 
@@ -39,9 +40,7 @@ enum CLI {
     case "serve": return ServeCommand.run(rest)
     case "process": return ProcessCommand.run(rest)
     case "inspect": return InspectCommand.run(rest)
-    case "keys":
-      printError("attachd keys: not yet available")
-      return 2
+    case "keys": return KeysCommand.run(rest)
     case "--help", "-h", "help":
       print(usage)
       return 0

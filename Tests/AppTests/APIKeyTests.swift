@@ -40,11 +40,11 @@ import Testing
   }
 
   @Test func aKeyGivenTwiceIsRejected() {
-    var auth = Application.AuthOptions()
+    var auth = Authenticator.Configuration()
     auth.apiKeys = [
       APIKey(tenant: "a", key: "0123456789abcdef"), APIKey(tenant: "b", key: "0123456789abcdef"),
     ]
-    #expect(throws: ConfigurationError("auth.apiKeys: entry 2 (tenant b) repeats an earlier key")) {
+    #expect(throws: ConfigurationError("auth: a key of tenant b is given twice")) {
       try auth.validate()
     }
   }

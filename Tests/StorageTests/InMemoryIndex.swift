@@ -37,6 +37,10 @@ final class InMemoryIndex: AttachmentIndex {
     }
   }
 
+  func tenant(ofAttachment id: String, now: Date) throws -> String? {
+    state.withLock { state in state.rows[id].flatMap { $0.expiresAt > now ? $0.tenant : nil } }
+  }
+
   func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord? {
     state.withLock { state in
       guard let row = state.rows[id], row.tenant == tenant else { return nil }

@@ -1,0 +1,99 @@
+import Storage
+
+/// The JSON record of DESIGN.md §2, written straight into bytes.
+enum AttachmentJSON {
+  /// `{"id":…,"url":…,…,"source":{…},"created_at":…,"expires_at":…[,"signed_url":…]}`.
+  static func record(_ record: AttachmentRecord, signedURL: String?, into out: inout [UInt8]) {
+    var object = ObjectWriter()
+    object.string("id", record.id)
+    object.string("url", Application.attachmentsPath + "/" + record.id)
+    object.string("content_type", record.contentType)
+    object.int("width", record.width)
+    object.int("height", record.height)
+    object.int("bytes", record.bytes)
+    object.string("sha256", record.blob.hex)
+    var source = ObjectWriter()
+    source.string("format", record.source.format)
+    source.int("width", record.source.width)
+    source.int("height", record.source.height)
+    source.int("bytes", record.source.bytes)
+    source.int("orientation", record.source.orientation)
+    source.optional("orientation_source", record.source.orientationSource)
+    source.optional("colour_profile", record.source.colourProfile)
+    object.raw("source", source.close())
+    object.string("created_at", timestamp(record.createdAt.timeIntervalSince1970))
+    object.string("expires_at", timestamp(record.expiresAt.timeIntervalSince1970))
+    if let signedURL { object.string("signed_url", signedURL) }
+    out.append(contentsOf: object.close())
+  }
+
+  /// One record as a whole response body (with a final newline).
+  static func record(_ record: AttachmentRecord, signedURL: String?) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(640)
+    self.record(record, signedURL: signedURL, into: &out)
+    out.append(0x0A)
+    return out
+  }
+
+  /// The error object of a failed multipart part: the problem shape plus the part's position.
+  static func partError(_ entry: PublicError, part: Int, into out: inout [UInt8]) {
+    var object = ObjectWriter()
+    object.string("type", "about:blank")
+    object.int("status", entry.status)
+    object.string("code", entry.code)
+    object.string("title", entry.title)
+    object.int("part", part)
+    out.append(contentsOf: object.close())
+  }
+
+  /// RFC 3339 UTC, whole seconds (records store whole seconds).
+  static func timestamp(_ seconds: Double) -> String {
+    let text = JSONText.timestamp(seconds: Int(seconds.rounded(.down)), milliseconds: 0)
+    return String(text.dropLast(5)) + "Z"
+  }
+
+  /// Members of one JSON object, appended in order; `bytes` once closed.
+  struct ObjectWriter {
+    private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+    private var needsComma = false
+
+    init() {}
+
+    mutating func key(_ name: String) {
+      if needsComma { bytes.append(UInt8(ascii: ",")) }
+      needsComma = true
+      JSONText.appendQuoted(name, to: &bytes)
+      bytes.append(UInt8(ascii: ":"))
+    }
+
+    mutating func string(_ name: String, _ value: String) {
+      key(name)
+      JSONText.appendQuoted(value, to: &bytes)
+    }
+
+    mutating func int(_ name: String, _ value: Int) {
+      key(name)
+      bytes.append(contentsOf: String(value).utf8)
+    }
+
+    mutating func optional(_ name: String, _ value: String?) {
+      if let value {
+        string(name, value)
+      } else {
+        key(name)
+        bytes.append(contentsOf: "null".utf8)
+      }
+    }
+
+    mutating func raw(_ name: String, _ value: [UInt8]) {
+      key(name)
+      bytes.append(contentsOf: value)
+    }
+
+    mutating func close() -> [UInt8] {
+      bytes.append(UInt8(ascii: "}"))
+      return bytes
+    }
+  }
+}

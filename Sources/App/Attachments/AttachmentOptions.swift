@@ -1,0 +1,59 @@
+import ImagePipeline
+
+extension Application {
+  /// Upload sizes, caching and retention of the attachments API.
+  public struct AttachmentOptions: Sendable, Equatable {
+    /// Largest request body of a `POST /v1/attachments` (raw or multipart), bytes → 413.
+    public var maxUploadBytes = 64 << 20
+    /// Most file parts in one multipart upload → 413 `too_many_parts`.
+    public var maxParts = 10
+    /// `Cache-Control: private, max-age=…` of a served image, seconds.
+    public var cacheMaxAge = 86_400
+    /// How long an attachment lives unless its tenant has an override, seconds (30 days).
+    public var retention = 30 * 86_400
+    /// Per-tenant retention overrides, seconds, applied to the index at start-up.
+    public var tenantRetention: [String: Int] = [:]
+    /// Seconds between two sweeps of expired attachments and unreferenced blobs.
+    public var sweepInterval = 3600
+    /// Longest edge of a stored image, pixels.
+    public var maxEdge = 2048
+    /// JPEG quality of stored images, 1…100.
+    public var quality = 85
+
+    public init() {}
+
+    public func validate() throws(ConfigurationError) {
+      guard maxUploadBytes > 0, maxParts > 0, cacheMaxAge >= 0, retention > 0, sweepInterval > 0 else {
+        throw ConfigurationError("attachments: sizes, retention and intervals must be positive")
+      }
+      for (tenant, seconds) in tenantRetention where seconds <= 0 {
+        throw ConfigurationError("storage.tenantRetention: \(tenant) must be a positive number of seconds")
+      }
+      do { _ = try Pipeline(configuration: pipelineConfiguration()) } catch {
+        throw ConfigurationError("pipeline: \(error)")
+      }
+    }
+
+    /// The pipeline settings these options describe (input cap = the upload cap).
+    public func pipelineConfiguration() -> Pipeline.Configuration {
+      var config = Pipeline.Configuration()
+      config.maxEdge = maxEdge
+      config.quality = quality
+      config.limits.maxInputBytes = maxUploadBytes
+      return config
+    }
+  }
+
+  /// Per-key rate limit and upload cap.
+  public struct LimitOptions: Sendable, Equatable {
+    public var rate = RateLimiter.Configuration()
+    public var uploads = UploadConcurrencyLimiter.Configuration()
+
+    public init() {}
+
+    public func validate() throws(ConfigurationError) {
+      try rate.validate()
+      try uploads.validate()
+    }
+  }
+}

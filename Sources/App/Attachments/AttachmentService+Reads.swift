@@ -1,0 +1,163 @@
+import Crypto
+import HTTP
+import Server
+import Storage
+
+extension AttachmentService {
+  /// `GET`/`HEAD /v1/attachments/{id}`: with a key (read scope) or a signed link.
+  func image(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HTTPResponse {
+    let query = head.query.map(String.init)
+    let tenant: String
+    if SignedURL.isSigned(query: query) {
+      guard SecureRandom.isIdentifier(id) else { return problem(AccessError.signedLinkInvalid, context) }
+      let owner: String?
+      do { owner = try store.tenant(ofAttachment: id) } catch { return problem(error, context) }
+      let now = Int(store.now.timeIntervalSince1970)
+      if case .failure(let error) = access.verifySignedLink(id: id, query: query, tenantOfID: owner, now: now)
+      {
+        return problem(error, context)
+      }
+      guard let owner else { return problem(AccessError.signedLinkInvalid, context) }
+      tenant = owner
+    } else {
+      switch access.authorize(head, scope: .read) {
+      case .failure(let error): return problem(error, context)
+      case .success(let principal): tenant = principal.tenant
+      }
+    }
+    let record: AttachmentRecord
+    switch lookup(tenant: tenant, id: id, context: context) {
+    case .failure(let failure): return failure.response
+    case .success(let found): record = found
+    }
+    return serve(record, head: head, context: context)
+  }
+
+  /// `GET /v1/attachments/{id}/meta`: the JSON record (read scope).
+  func meta(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HTTPResponse {
+    let principal: Principal
+    switch access.authorize(head, scope: .read) {
+    case .failure(let error): return problem(error, context)
+    case .success(let p): principal = p
+    }
+    switch lookup(tenant: principal.tenant, id: id, context: context) {
+    case .failure(let failure): return failure.response
+    case .success(let record):
+      return HTTPResponse(
+        status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
+        body: .bytes(AttachmentJSON.record(record, signedURL: signedURL(for: record))))
+    }
+  }
+
+  /// `DELETE /v1/attachments/{id}` (delete scope): 204, or 404 exactly like a missing id.
+  func delete(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HeadDecision {
+    let principal: Principal
+    switch access.authorize(head, scope: .delete) {
+    case .failure(let error): return .respond(problem(error, context))
+    case .success(let p): principal = p
+    }
+    guard SecureRandom.isIdentifier(id) else { return .respond(problem(AppError.notFound, context)) }
+    // The delete commits a transaction (fsync): not on the event loop.
+    return .readBody(
+      OffloadedAction(service: self) { [self] in
+        do {
+          guard try store.delete(tenant: principal.tenant, id: id) else {
+            return problem(AppError.notFound, context)
+          }
+          return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"])
+        } catch {
+          return problem(error, context)
+        }
+      })
+  }
+
+  /// The tenant's live record, or the 404 a missing (or another tenant's, or malformed) id gets.
+  private func lookup(tenant: String, id: String, context: RequestContext) -> Result<
+    AttachmentRecord, Failure
+  > {
+    guard SecureRandom.isIdentifier(id) else { return .failure(Failure(problem(AppError.notFound, context))) }
+    do {
+      guard let record = try store.get(tenant: tenant, id: id) else {
+        return .failure(Failure(problem(AppError.notFound, context)))
+      }
+      return .success(record)
+    } catch {
+      return .failure(Failure(problem(error, context)))
+    }
+  }
+
+  /// The image with validators, `If-None-Match` → 304 and a single `Range` → 206 or 416.
+  private func serve(_ record: AttachmentRecord, head: HTTPRequestHead, context: RequestContext)
+    -> HTTPResponse
+  {
+    let etag = "\"\(record.blob.hex)\""
+    var headers: HTTPHeaders = [
+      "ETag": etag, "Cache-Control": "private, max-age=\(options.cacheMaxAge), immutable",
+      "Accept-Ranges": "bytes",
+    ]
+    if let match = head.headers.first(name: "If-None-Match"), Self.matches(match, etag: etag) {
+      return HTTPResponse(status: 304, headers: headers)
+    }
+    headers.add(name: "Content-Type", value: record.contentType)
+    var range = ByteRange.resolve(head.headers.first(name: "Range"), size: record.bytes)
+    // If-Range with another validator asks for the whole (current) representation.
+    if let ifRange = head.headers.first(name: "If-Range"), ifRange.trimmingASCIIWhitespace() != etag {
+      range = .whole
+    }
+    let (status, offset, length): (Int, Int, Int)
+    switch range {
+    case .whole: (status, offset, length) = (200, 0, record.bytes)
+    case .partial(let lower, let upper):
+      (status, offset, length) = (206, lower, upper - lower + 1)
+      headers.add(name: "Content-Range", value: "bytes \(lower)-\(upper)/\(record.bytes)")
+    case .unsatisfiable:
+      return problem(AppError.rangeNotSatisfiable(size: record.bytes), context)
+    }
+    let body: HTTPResponse.Body
+    if let path = store.path(for: record) {
+      body = .file(path: path, offset: UInt64(offset), length: UInt64(length))
+    } else {
+      do { body = .bytes(try store.read(record, range: offset..<(offset + length))) } catch {
+        return problem(error, context)
+      }
+    }
+    return HTTPResponse(status: status, headers: headers, body: body)
+  }
+
+  /// Whether an `If-None-Match` list names `etag` (weak comparison, RFC 9110 §13.1.2) or is `*`.
+  static func matches(_ header: String, etag: String) -> Bool {
+    for item in header.split(separator: ",") {
+      var tag = item.trimmingASCIIWhitespace()
+      if tag == "*" { return true }
+      if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
+      if tag == etag { return true }
+    }
+    return false
+  }
+
+  /// A response carried through `Result`.
+  struct Failure: Error {
+    var response: HTTPResponse
+    init(_ response: HTTPResponse) { self.response = response }
+  }
+}
+
+/// Reads (and ignores) a request body, then runs `work` on the worker pool.
+final class OffloadedAction: RequestBodyConsumer {
+  private let service: AttachmentService
+  private let work: @Sendable () -> HTTPResponse
+
+  init(service: AttachmentService, work: @escaping @Sendable () -> HTTPResponse) {
+    self.service = service
+    self.work = work
+  }
+
+  func body(_ bytes: UnsafeRawBufferPointer) -> BodyAction { .proceed }
+
+  func end(trailers: HTTPHeaders, responder: any Responder) {
+    let work = self.work
+    responder.offload(work)
+  }
+
+  func aborted(bytesReceived: UInt64) {}
+}

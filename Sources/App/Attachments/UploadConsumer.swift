@@ -1,0 +1,146 @@
+import Crypto
+import HTTP
+import Server
+
+/// Collects one upload body on its event loop: a raw image into one buffer sized from
+/// `Content-Length`, or the file parts of a multipart body as the parser finds them.
+///
+/// Counts bytes as they arrive, so a chunked body past the limit is refused mid-way (413).
+/// Whatever happens, the upload slot is released exactly once.
+final class UploadConsumer: RequestBodyConsumer {
+  private let service: AttachmentService
+  private let request: UploadRequest
+  private var parser: MultipartParser?
+  private var raw: [UInt8] = []
+  private var pending: [UInt8] = []
+  private var parts: [[UInt8]] = []
+  private var current: [UInt8]?
+  private var digest: SHA256?
+  private var received = 0
+
+  init(service: AttachmentService, request: UploadRequest, boundary: String?, expectedBytes: Int?) throws {
+    self.service = service
+    self.request = request
+    if let boundary {
+      let limits = MultipartParser.Limits(
+        maxPartBytes: service.options.maxUploadBytes, maxTotalBytes: service.options.maxUploadBytes,
+        maxParts: service.options.maxParts)
+      parser = try MultipartParser(boundary: boundary, limits: limits)
+      if request.idempotencyKey != nil { digest = SHA256() }
+    } else if let expectedBytes {
+      raw.reserveCapacity(expectedBytes)
+    }
+  }
+
+  func body(_ bytes: UnsafeRawBufferPointer) -> BodyAction {
+    received += bytes.count
+    service.metrics.httpRequestBytes.increment(by: UInt64(bytes.count))
+    guard received <= service.options.maxUploadBytes else { return refuse(AppError.uploadTooLarge) }
+    guard parser != nil else {
+      raw.append(contentsOf: bytes)
+      return .proceed
+    }
+    digest?.update(bytes)
+    do {
+      try feed(bytes)
+    } catch {
+      return refuse(error)
+    }
+    return .proceed
+  }
+
+  func end(trailers: HTTPHeaders, responder: any Responder) {
+    let multipart = parser != nil
+    if multipart {
+      do {
+        try parser?.finish()
+      } catch {
+        request.slot.release()
+        responder.respond(service.problem(error, requestID: request.requestID))
+        return
+      }
+      guard !parts.isEmpty else {
+        request.slot.release()
+        responder.respond(
+          service.problem(AppError.malformedUpload("no file part"), requestID: request.requestID))
+        return
+      }
+    }
+    let upload = ReceivedUpload(
+      request: request, multipart: multipart, parts: multipart ? parts : [raw],
+      bodyDigest: digest?.finalizeHex())
+    raw = []
+    parts = []
+    let service = self.service
+    let slot = request.slot
+    service.queued.add(1, ordering: .relaxed)
+    let accepted = responder.offload {
+      service.queued.subtract(1, ordering: .relaxed)
+      defer { slot.release() }
+      return service.process(upload)
+    }
+    if !accepted {
+      service.queued.subtract(1, ordering: .relaxed)
+      service.metrics.recordRejection(code: "overloaded")
+      slot.release()
+    }
+  }
+
+  func aborted(bytesReceived: UInt64) {
+    // Nothing was stored: the body never completed.
+    request.slot.release()
+    raw = []
+    parts = []
+  }
+
+  private func refuse(_ error: any Error) -> BodyAction {
+    request.slot.release()
+    raw = []
+    parts = []
+    return .reject(service.problem(error, requestID: request.requestID))
+  }
+
+  /// Parses what arrived; only a tail that may start a delimiter is kept for the next slice.
+  private func feed(_ bytes: UnsafeRawBufferPointer) throws {
+    if pending.isEmpty {
+      let used = try parse(bytes)
+      if used < bytes.count { pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[used...])) }
+    } else {
+      pending.append(contentsOf: bytes)
+      let buffer = pending
+      let used = try buffer.withUnsafeBytes { try parse($0) }
+      pending.removeFirst(used)
+    }
+  }
+
+  private func parse(_ input: UnsafeRawBufferPointer) throws -> Int {
+    var offset = 0
+    while offset <= input.count {
+      let base = offset
+      let (event, consumed) = try parser!.next(UnsafeRawBufferPointer(rebasing: input[base...]))
+      offset += consumed
+      guard let event else { return offset }
+      switch event {
+      case .partBegin(let head):
+        current = Self.isFile(head) ? [] : nil
+      case .partBody(let range):
+        current?.append(
+          contentsOf: UnsafeRawBufferPointer(
+            rebasing: input[(base + range.lowerBound)..<(base + range.upperBound)]))
+      case .partEnd:
+        if let part = current { parts.append(part) }
+        current = nil
+      case .end:
+        return offset
+      }
+    }
+    return offset
+  }
+
+  /// A part is a file when it has a file name or a non-text type; other form fields are ignored.
+  static func isFile(_ head: MultipartPartHead) -> Bool {
+    if head.filename != nil { return true }
+    guard let type = head.contentType?.lowercased() else { return false }
+    return !type.hasPrefix("text/")
+  }
+}
