@@ -38,7 +38,11 @@ let package = Package(
       name: "ImageCodecs",
       dependencies: ["CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2"]),
     // Pure Swift steps: sniff, limits, container parsers, orient, resize, verify.
-    .target(name: "ImagePipeline", dependencies: ["ImageCodecs"]),
+    // Optimised even in debug builds: the pixel loops (resize, rotate, flatten) are ~50x slower
+    // unoptimised, which would put a single corpus photo over a minute in `swift test`.
+    .target(
+      name: "ImagePipeline", dependencies: ["ImageCodecs"],
+      swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // SHA-256, HMAC, random ids, constant-time comparison (libcrypto).
     .target(name: "Crypto", dependencies: ["CCrypto"]),
     // Content-addressed blobs + SQLite index, behind a protocol.

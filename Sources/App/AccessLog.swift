@@ -58,13 +58,13 @@ public final class AccessLog: Sendable {
   /// Writes one line for `entry`.
   public func record(_ entry: AccessLogRecord) {
     guard !sink.isOff else { return }
-    sink.write(Self.line(for: entry, time: JSONText.timestamp()))
+    sink.write(Self.line(for: entry, time: nil))
   }
 
-  /// The log line for `entry` at `time`, ending with a newline.
-  public static func line(for entry: AccessLogRecord, time: String) -> [UInt8] {
+  /// The log line for `entry` at `time` (nil: now), ending with a newline.
+  public static func line(for entry: AccessLogRecord, time: String?) -> [UInt8] {
     var json = JSONText(capacity: 256)
-    json.field("time", time)
+    if let time { json.field("time", time) } else { json.timeField("time") }
     json.field("request_id", entry.requestID)
     json.field("method", entry.method)
     json.field("path", loggedPath(entry.target))

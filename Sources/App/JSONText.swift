@@ -30,24 +30,32 @@ public struct JSONText: Sendable {
 
   public mutating func field(_ name: StaticString, _ value: Int) {
     key(name)
-    bytes.append(contentsOf: String(value).utf8)
+    if value < 0 { bytes.append(UInt8(ascii: "-")) }
+    Self.appendDecimal(value.magnitude, to: &bytes)
   }
 
   public mutating func field(_ name: StaticString, _ value: UInt64) {
     key(name)
-    bytes.append(contentsOf: String(value).utf8)
+    Self.appendDecimal(value, to: &bytes)
+  }
+
+  /// The current UTC time as an RFC 3339 string field (see `timestamp()`), without allocating.
+  public mutating func timeField(_ name: StaticString) {
+    key(name)
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    bytes.append(UInt8(ascii: "\""))
+    Self.appendTimestamp(seconds: now.tv_sec, milliseconds: Int(now.tv_nsec / 1_000_000), to: &bytes)
+    bytes.append(UInt8(ascii: "\""))
   }
 
   /// A number with up to three decimals (durations in milliseconds).
   public mutating func field(_ name: StaticString, milliseconds value: Double) {
     key(name)
-    let thousandths = Int((max(value, 0) * 1000).rounded())
-    bytes.append(contentsOf: String(thousandths / 1000).utf8)
+    let thousandths = UInt64((max(value, 0) * 1000).rounded())
+    Self.appendDecimal(thousandths / 1000, to: &bytes)
     bytes.append(UInt8(ascii: "."))
-    let fraction = thousandths % 1000
-    if fraction < 100 { bytes.append(UInt8(ascii: "0")) }
-    if fraction < 10 { bytes.append(UInt8(ascii: "0")) }
-    bytes.append(contentsOf: String(fraction).utf8)
+    Self.appendDigits(thousandths % 1000, width: 3, to: &bytes)
   }
 
   private mutating func key(_ name: StaticString) {
@@ -89,14 +97,52 @@ public struct JSONText: Sendable {
 
   /// Formats a Unix time as RFC 3339 UTC with milliseconds.
   public static func timestamp(seconds: Int, milliseconds: Int) -> String {
+    var out: [UInt8] = []
+    appendTimestamp(seconds: seconds, milliseconds: milliseconds, to: &out)
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  static func appendTimestamp(seconds: Int, milliseconds: Int, to out: inout [UInt8]) {
     var t = time_t(seconds)
     var parts = tm()
     gmtime_r(&t, &parts)
-    func pad(_ v: Int32, _ width: Int) -> String {
-      let s = String(v)
-      return String(repeating: "0", count: max(0, width - s.count)) + s
+    let fields: [(Int32, Int, UInt8)] = [
+      (parts.tm_year + 1900, 4, UInt8(ascii: "-")), (parts.tm_mon + 1, 2, UInt8(ascii: "-")),
+      (parts.tm_mday, 2, UInt8(ascii: "T")), (parts.tm_hour, 2, UInt8(ascii: ":")),
+      (parts.tm_min, 2, UInt8(ascii: ":")), (parts.tm_sec, 2, UInt8(ascii: ".")),
+    ]
+    for (value, width, separator) in fields {
+      appendDigits(UInt64(max(0, value)), width: width, to: &out)
+      out.append(separator)
     }
-    return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-      + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(milliseconds), 3))Z"
+    appendDigits(UInt64(max(0, milliseconds)), width: 3, to: &out)
+    out.append(UInt8(ascii: "Z"))
+  }
+
+  /// Appends `value` in decimal.
+  static func appendDecimal(_ value: some UnsignedInteger, to out: inout [UInt8]) {
+    var v = UInt64(value)
+    // UInt64.max has 20 digits; they are produced last to first.
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+      var start = 20
+      repeat {
+        start -= 1
+        digits[start] = UInt8(ascii: "0") + UInt8(v % 10)
+        v /= 10
+      } while v > 0
+      out.append(contentsOf: digits[start...])
+    }
+  }
+
+  /// Appends `value` in decimal, left-padded with zeros to `width` digits.
+  static func appendDigits(_ value: UInt64, width: Int, to out: inout [UInt8]) {
+    var divisor: UInt64 = 1
+    for _ in 1..<width { divisor *= 10 }
+    var v = value % (divisor * 10)
+    while divisor > 0 {
+      out.append(UInt8(ascii: "0") + UInt8(v / divisor))
+      v %= divisor
+      divisor /= 10
+    }
   }
 }

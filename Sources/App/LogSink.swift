@@ -96,6 +96,8 @@ public final class LogSink: Sendable {
     let thread = Thread { [self] in
       while true {
         wake.wait()
+        // Let lines gather for a moment: one write(2) for many requests under load.
+        usleep(2000)
         drain()
       }
     }

@@ -74,12 +74,6 @@ public struct HTTPRequestParser: Sendable {
     self.limits = limits
   }
 
-  /// Whether the parser is between messages (nothing of a next request has been consumed).
-  public var isIdle: Bool {
-    if case .head = state { return scanPosition == 0 && requestLineEnd == nil }
-    return false
-  }
-
   /// Consumes a prefix of `input` and returns the next event (nil = need more bytes) and how
   /// many bytes it consumed.
   public mutating func next(_ input: UnsafeRawBufferPointer) throws(HTTPParserError) -> (
@@ -167,6 +161,9 @@ public struct HTTPRequestParser: Sendable {
   ) throws(HTTPParserError) -> Int? {
     var position = max(scanPosition, blockStart)
     while let lf = input.firstIndex(of: ASCII.lf, from: position) {
+      // The same test as for an incomplete tail below, first, so that the outcome does not
+      // depend on how the bytes were split.
+      if lf - blockStart > maxBytes + 2 { throw HTTPParserError(tooLarge) }
       guard lf > position, input[lf - 1] == ASCII.cr else { throw HTTPParserError(.bareLF) }
       if lf - 1 == position { return lf + 1 }
       fieldLines += 1
@@ -187,12 +184,18 @@ public struct HTTPRequestParser: Sendable {
     if requestLineEnd == nil {
       var position = scanPosition
       while true {
-        guard let lf = input.firstIndex(of: ASCII.lf, from: position) else {
-          if input.count > limits.maxRequestLineBytes { throw HTTPParserError(.requestLineTooLong) }
-          // Garbage (a TLS hello, a binary protocol) is refused at once, not after 8 KiB.
-          if headStart < input.count, !ASCII.isTchar(input[headStart]), input[headStart] != ASCII.cr {
+        let lf = input.firstIndex(of: ASCII.lf, from: position)
+        // Checks that an incomplete line allows come first, whether or not the LF is there, so
+        // that every split of the bytes gives the same outcome.
+        // Garbage (a TLS hello, a binary protocol) is refused at once, not after 8 KiB.
+        if headStart < input.count {
+          let first = input[headStart]
+          if !ASCII.isTchar(first), first != ASCII.cr, first != ASCII.lf {
             throw HTTPParserError(.invalidRequestLine)
           }
+        }
+        if (lf ?? input.count) > limits.maxRequestLineBytes { throw HTTPParserError(.requestLineTooLong) }
+        guard let lf else {
           scanPosition = position
           return nil
         }

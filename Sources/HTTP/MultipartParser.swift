@@ -88,7 +88,6 @@ public struct MultipartParser: Sendable {
     do throws(MultipartError) {
       let result = try step(input)
       totalBytes += result.consumed
-      if totalBytes > limits.maxTotalBytes { throw MultipartError(.bodyTooLarge) }
       return result
     } catch {
       state = .failed(error)
@@ -110,6 +109,12 @@ public struct MultipartParser: Sendable {
   private mutating func step(_ input: UnsafeRawBufferPointer) throws(MultipartError) -> (
     event: Event?, consumed: Int
   ) {
+    // Every advance is checked against the total limit where it happens, so that the outcome
+    // does not depend on how the bytes were split.
+    func counted(_ consumed: Int) throws(MultipartError) -> Int {
+      if consumed > limits.maxTotalBytes - totalBytes { throw MultipartError(.bodyTooLarge) }
+      return consumed
+    }
     var offset = 0
     while true {
       let rest = UnsafeRawBufferPointer(rebasing: input[offset...])
@@ -127,16 +132,16 @@ public struct MultipartParser: Sendable {
             continue
           }
           if n < dashBoundary { return (nil, offset) }
-          offset += dashBoundary
+          offset = try counted(offset + dashBoundary)
           state = .afterBoundary(padding: 0)
           continue
         }
         switch findDelimiter(rest) {
         case .found(let at):
-          offset += at + delimiter.count
+          offset = try counted(offset + at + delimiter.count)
           state = .afterBoundary(padding: 0)
         case .partial(let at):
-          return (nil, offset + at)
+          return (nil, try counted(offset + at))
         }
 
       case .afterBoundary(let padding):
@@ -144,20 +149,20 @@ public struct MultipartParser: Sendable {
           if rest.count == 1, rest[0] != ASCII.hyphen, rest[0] != ASCII.cr, !ASCII.isWhitespace(rest[0]) {
             throw MultipartError(.invalidDelimiter)
           }
-          return (nil, offset)
+          return (nil, try counted(offset))
         }
         if padding == 0, rest[0] == ASCII.hyphen, rest[1] == ASCII.hyphen {
           state = .epilogue
-          return (.end, offset + 2)
+          return (.end, try counted(offset + 2))
         }
         if ASCII.isWhitespace(rest[0]) {
           guard padding < Self.maxTransportPadding else { throw MultipartError(.invalidDelimiter) }
-          offset += 1
+          offset = try counted(offset + 1)
           state = .afterBoundary(padding: padding + 1)
           continue
         }
         guard rest[0] == ASCII.cr, rest[1] == ASCII.lf else { throw MultipartError(.invalidDelimiter) }
-        offset += 2
+        offset = try counted(offset + 2)
         parts += 1
         if parts > limits.maxParts { throw MultipartError(.tooManyParts) }
         state = .partHeaders
@@ -169,7 +174,7 @@ public struct MultipartParser: Sendable {
         headerLines = 0
         partBytes = 0
         state = .partBody
-        return (.partBegin(head), offset + end)
+        return (.partBegin(head), try counted(offset + end))
 
       case .partBody:
         let bodyEnd: Int
@@ -177,17 +182,17 @@ public struct MultipartParser: Sendable {
         case .found(0):
           offset += delimiter.count
           state = .afterBoundary(padding: 0)
-          return (.partEnd, offset)
+          return (.partEnd, try counted(offset))
         case .found(let at): bodyEnd = at
         case .partial(let at): bodyEnd = at
         }
         if bodyEnd == 0 { return (nil, offset) }
         partBytes += bodyEnd
         if partBytes > limits.maxPartBytes { throw MultipartError(.partTooLarge) }
-        return (.partBody(offset..<offset + bodyEnd), offset + bodyEnd)
+        return (.partBody(offset..<offset + bodyEnd), try counted(offset + bodyEnd))
 
       case .epilogue:
-        return (nil, input.count)
+        return (nil, try counted(input.count))
       }
     }
   }
@@ -225,6 +230,8 @@ public struct MultipartParser: Sendable {
   private mutating func scanPartHeaders(_ input: UnsafeRawBufferPointer) throws(MultipartError) -> Int? {
     var position = scanPosition
     while let lf = input.firstIndex(of: ASCII.lf, from: position) {
+      // The incomplete-tail test first, so that the outcome does not depend on the split.
+      if lf > limits.maxPartHeaderBytes + 2 { throw MultipartError(.partHeaderTooLarge) }
       guard lf > position, input[lf - 1] == ASCII.cr else { throw MultipartError(.invalidPartHeader) }
       if lf - 1 == position { return lf + 1 }
       headerLines += 1

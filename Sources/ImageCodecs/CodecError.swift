@@ -28,5 +28,6 @@ public struct CodecError: Error, Sendable, Equatable, CustomStringConvertible {
     self.message = message
   }
 
+  /// "codec kind: message", for logs.
   public var description: String { "\(codec) \(kind.rawValue): \(message)" }
 }

@@ -176,8 +176,10 @@ final class LCMSTransform: @unchecked Sendable {
       key.intent == .perceptual ? UInt32(INTENT_PERCEPTUAL) : UInt32(INTENT_RELATIVE_COLORIMETRIC)
     var flags = UInt32(cmsFLAGS_NOCACHE)
     if layout == .rgba { flags |= UInt32(cmsFLAGS_COPY_ALPHA) }
-    guard let raw = cmsCreateTransform(source.raw, inFormat, target.raw, outFormat, intent, flags)
-    else { return nil }
+    let created = withExtendedLifetime((source, target)) {
+      cmsCreateTransform(source.raw, inFormat, target.raw, outFormat, intent, flags)
+    }
+    guard let raw = created else { return nil }
     self.raw = raw
     self.inputChannels = key.cmyk ? 4 : layout.channels
     self.outputChannels = layout.channels

@@ -2,8 +2,9 @@ private import CGIF
 
 /// What a GIF's logical screen descriptor says.
 public struct GIFInfo: Sendable, Equatable {
-  /// The logical screen (canvas) size.
+  /// Logical screen (canvas) width.
   public var width: Int
+  /// Logical screen (canvas) height.
   public var height: Int
 }
 
@@ -127,7 +128,8 @@ public enum GIFCodec {
         throw failure(error)
       }
       let file = GIFFile(gif)
-      return try withExtendedLifetime(source) { try body(file.raw) }
+      // Both must outlive every giflib call in body, which sees only the raw pointer.
+      return try withExtendedLifetime((source, file)) { try body(file.raw) }
     }
   }
 

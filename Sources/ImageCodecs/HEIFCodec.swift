@@ -15,10 +15,13 @@ public struct HEIFInfo: Sendable, Equatable {
   /// size: `decode` sets it to the decoded size; before decoding, use `storedWidth/Height` and the
   /// transforms from the box reader.
   public var width: Int
+  /// See `width`.
   public var height: Int
-  /// Size as stored (`ispe`), before transformations.
+  /// Width as stored (`ispe`), before transformations.
   public var storedWidth: Int
+  /// Height as stored (`ispe`), before transformations.
   public var storedHeight: Int
+  /// Whether an alpha auxiliary image is attached.
   public var hasAlpha: Bool
   /// Whether the alpha channel is marked premultiplied (`prem` reference).
   public var premultipliedAlpha: Bool
@@ -26,6 +29,7 @@ public struct HEIFInfo: Sendable, Equatable {
   public var bitDepth: Int
   /// Number of top-level images in the file (only the primary is ever decoded).
   public var topLevelImageCount: Int
+  /// The primary image's ICC profile and/or nclx box.
   public var colour: HEIFColour
 }
 
@@ -33,6 +37,7 @@ public struct HEIFInfo: Sendable, Equatable {
 public struct HEIFImage: Sendable {
   /// 8-bit interleaved RGB, or RGBA (straight or premultiplied as `pixels.premultiplied` says).
   public var pixels: PixelBuffer
+  /// The primary image's facts, with `width`/`height` set to the decoded size.
   public var info: HEIFInfo
 }
 
@@ -51,6 +56,7 @@ public enum HEIFCodec {
     /// still admits the 16320×12240 Samsung 200 MP photo. The pipeline's pixel limit comes first.
     public var maximumDimension = 16_384
 
+    /// Creates decoder settings.
     public init(ignoreTransformations: Bool = false, decodingThreads: Int = 2, maximumDimension: Int = 16_384)
     {
       self.ignoreTransformations = ignoreTransformations

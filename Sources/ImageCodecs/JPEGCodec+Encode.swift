@@ -42,6 +42,7 @@ extension JPEGCodec {
     case (_, .s444): samp = TJSAMP_444
     }
     let handle = try TJHandle(compress: ())
+    defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     var output: UnsafeMutablePointer<UInt8>? = nil
     var size: UInt = 0
     defer { tjFree(output) }
@@ -87,6 +88,7 @@ extension JPEGCodec {
     transform.op = Int32(tjOperation(operation).rawValue)
     transform.options = options
     let handle = try TJHandle(transform: ())
+    defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     var output: UnsafeMutablePointer<UInt8>? = nil
     var size: UInt = 0
     defer { tjFree(output) }

@@ -15,15 +15,34 @@ public struct JPEGInfo: Sendable, Equatable {
     case baseline, extended, progressive, arithmetic, lossless, other
   }
 
+  /// Stored width in pixels.
   public var width: Int
+  /// Stored height in pixels.
   public var height: Int
+  /// Chroma subsampling (decides the MCU size).
   public var subsampling: Subsampling
+  /// Colour space of the components.
   public var colourSpace: ColourSpace
   /// Bits per sample (8; 12 is rejected by `decode`).
   public var precision: Int
+  /// Coding process from the SOF marker.
   public var process: Process
   /// Whether an Adobe APP14 marker is present (CMYK samples are then stored inverted).
   public var hasAdobeMarker: Bool
+
+  /// Creates header facts (for tests and callers that parsed the header themselves).
+  public init(
+    width: Int, height: Int, subsampling: Subsampling, colourSpace: ColourSpace, precision: Int = 8,
+    process: Process = .baseline, hasAdobeMarker: Bool = false
+  ) {
+    self.width = width
+    self.height = height
+    self.subsampling = subsampling
+    self.colourSpace = colourSpace
+    self.precision = precision
+    self.process = process
+    self.hasAdobeMarker = hasAdobeMarker
+  }
 
   /// Whether the stored components are CMYK or YCCK.
   public var isCMYK: Bool { colourSpace == .cmyk || colourSpace == .ycck }
@@ -55,6 +74,7 @@ public enum JPEGCodec {
       throw CodecError(.unsupported, codec: codec, "lossless JPEG")
     }
     let handle = try TJHandle(decompress: ())
+    defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     var width: Int32 = 0
     var height: Int32 = 0
     var subsamp: Int32 = 0
@@ -118,6 +138,7 @@ public enum JPEGCodec {
       throw CodecError(.tooLarge, codec: codec, "\(size.width)x\(size.height)")
     }
     let handle = try TJHandle(decompress: ())
+    defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     // STOPONWARNING: a truncated or damaged scan is an error, not grey padding.
     // LIMITSCANS: refuse progressive files with absurd scan counts (CPU bomb).
     let flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS

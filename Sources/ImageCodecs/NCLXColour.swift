@@ -6,8 +6,10 @@ public struct NCLXColour: Sendable, Hashable {
   public var transferCharacteristics: Int
   /// Matrix coefficients (used by libheif for YCbCr → RGB, not by us).
   public var matrixCoefficients: Int
+  /// Full-range (not video-range) samples.
   public var fullRange: Bool
 
+  /// Creates an nclx description from H.273 code points.
   public init(colourPrimaries: Int, transferCharacteristics: Int, matrixCoefficients: Int, fullRange: Bool) {
     self.colourPrimaries = colourPrimaries
     self.transferCharacteristics = transferCharacteristics

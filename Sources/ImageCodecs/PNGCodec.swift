@@ -11,15 +11,21 @@ public struct PNGInfo: Sendable, Equatable {
     case rgba = 6
   }
 
+  /// Width from IHDR.
   public var width: Int
+  /// Height from IHDR.
   public var height: Int
   /// Bits per sample (1, 2, 4, 8 or 16).
   public var bitDepth: Int
+  /// Colour type from IHDR.
   public var colourType: ColourType
+  /// Adam7 interlacing.
   public var interlaced: Bool
   /// An alpha channel or a tRNS chunk.
   public var hasTransparency: Bool
+  /// An iCCP chunk is present.
   public var hasICCProfile: Bool
+  /// An eXIf chunk is present.
   public var hasEXIF: Bool
   /// An APNG (`acTL` before IDAT); `decode` returns the default (IDAT) image.
   public var isAnimated: Bool

@@ -2,10 +2,13 @@ private import CWebP
 
 /// What a WebP header says, read without decoding pixels.
 public struct WebPInfo: Sendable, Equatable {
-  /// Canvas size for animations, image size otherwise.
+  /// Canvas width for animations, image width otherwise.
   public var width: Int
+  /// Canvas height for animations, image height otherwise.
   public var height: Int
+  /// Whether any alpha is present (ALPH chunk, VP8L alpha or animation).
   public var hasAlpha: Bool
+  /// Whether the file is an animation (`decode` returns the first frame).
   public var isAnimated: Bool
   /// VP8L (lossless) bitstream: screenshots and graphics; encode those 4:4:4.
   public var isLossless: Bool
@@ -86,6 +89,7 @@ public enum WebPCodec {
         throw CodecError(declaredLength(data) > data.count ? .truncated : .corrupt, codec: codec, "animation")
       }
       let decoder = AnimationDecoder(raw)
+      defer { withExtendedLifetime(decoder) {} }  // `frame` points into the decoder's canvas
       var info = WebPAnimInfo()
       var frame: UnsafeMutablePointer<UInt8>? = nil
       var timestamp: Int32 = 0

@@ -89,7 +89,6 @@ public final class Server: Sendable {
         loopsFinished.leave()
       }
       thread.name = "attachd-loop-\(loop.index)"
-      thread.stackSize = 1 << 20
       thread.start()
     }
     if configuration.handleSignals { SignalRelay.register(self) }

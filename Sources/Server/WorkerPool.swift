@@ -41,6 +41,9 @@ public final class WorkerPool: Sendable {
   /// Work accepted and not yet finished.
   public var inFlight: Int { state.withLock { $0.inFlight } }
 
+  /// Work waiting for a thread (for the queue-depth metric).
+  public var queueDepth: Int { state.withLock { $0.queue.count - $0.head } }
+
   /// Queues `work` unless the pool and its queue are full (or stopping); false when refused.
   public func trySubmit(_ work: @escaping @Sendable () -> Void) -> Bool {
     let accepted = state.withLock { state -> Bool in

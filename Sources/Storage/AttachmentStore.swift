@@ -189,15 +189,11 @@ public final class AttachmentStore: Sendable {
     }
     // Blobs no row refers to: a crash between blob and row, or a delete whose blob removal failed.
     let cutoff = current.addingTimeInterval(-configuration.sweepGrace)
-    var candidates: [BlobHash] = []
+    // Checked during the walk, not gathered first: a large store must not cost a large array.
     try blobs.forEachBlob { info in
-      if info.modified < cutoff { candidates.append(info.hash) }
-    }
-    for blob in candidates {
-      if let size = try collect(blob) {
-        report.deletedBlobs += 1
-        report.deletedBlobBytes += size
-      }
+      guard info.modified < cutoff, let size = try collect(info.hash) else { return }
+      report.deletedBlobs += 1
+      report.deletedBlobBytes += size
     }
     report.purgedIdempotencyKeys = try index.purgeIdempotent(
       createdBefore: current.addingTimeInterval(-configuration.idempotencyLifetime))

@@ -72,6 +72,22 @@ import Testing
     #expect(abs(date.timeIntervalSinceNow) < 60)
   }
 
+  @Test(arguments: [0, 7, 10, 99, 1234, -5, Int.max, Int.min])
+  func integersAreWrittenAsJSONNumbers(value: Int) {
+    var json = JSONText()
+    json.field("n", value)
+    #expect(String(decoding: json.finish(), as: UTF8.self) == #"{"n":\#(value)}"#)
+  }
+
+  @Test(arguments: [
+    (0.0, "0.000"), (0.0004, "0.000"), (1.2345, "1.235"), (1000.5, "1000.500"), (-3.0, "0.000"),
+  ])
+  func millisecondsHaveThreeDecimals(value: Double, text: String) {
+    var json = JSONText()
+    json.field("d", milliseconds: value)
+    #expect(String(decoding: json.finish(), as: UTF8.self) == #"{"d":\#(text)}"#)
+  }
+
   @Test func timestampsAreRFC3339InUTC() {
     #expect(JSONText.timestamp(seconds: 0, milliseconds: 7) == "1970-01-01T00:00:00.007Z")
     #expect(JSONText.timestamp(seconds: 1_798_700_000, milliseconds: 999) == "2026-12-31T06:53:20.999Z")

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Server
+import Synchronization
 import Testing
 
 @testable import App
@@ -19,15 +20,47 @@ import Testing
     return path
   }
 
+  /// Collects what a deferred response sends; `offload` runs the work at once, as a free
+  /// worker would. (The live tests run the same path on the real server.)
+  final class CollectingResponder: Responder {
+    let responses = Mutex<[HTTPResponse]>([])
+    func respond(_ response: HTTPResponse) { responses.withLock { $0.append(response) } }
+    func sendInterim(status: Int, headers: HTTPHeaders) {}
+    func offload(_ work: @escaping @Sendable () -> HTTPResponse) -> Bool {
+      respond(work())
+      return true
+    }
+  }
+
   func respond(_ app: Application, _ method: String, _ target: String) throws -> HTTPResponse {
     let decision = app.head(
       HTTPRequestHead(method: method, target: target),
       context: RequestContext(requestID: "req-42", remoteAddress: "127.0.0.1:1"))
-    guard case .respond(let response) = decision else {
-      Issue.record("\(method) \(target) wanted a body")
-      throw CancellationError()
+    switch decision {
+    case .respond(let response):
+      return response
+    case .readBody(let consumer):
+      let responder = CollectingResponder()
+      consumer.end(trailers: [:], responder: responder)
+      let responses = responder.responses.withLock { $0 }
+      #expect(responses.count == 1)
+      return try #require(responses.first)
     }
-    return response
+  }
+
+  @Test func healthzIsAnsweredOnTheLoopAndReadyzOffTheLoop() {
+    let app = makeApp(dataDirectory: "/tmp")
+    let context = RequestContext(requestID: "r", remoteAddress: "127.0.0.1:1")
+    guard case .respond = app.head(HTTPRequestHead(method: "GET", target: "/healthz"), context: context)
+    else {
+      Issue.record("/healthz was deferred")
+      return
+    }
+    guard case .readBody = app.head(HTTPRequestHead(method: "GET", target: "/readyz"), context: context)
+    else {
+      Issue.record("/readyz probed the disk on the event loop")
+      return
+    }
   }
 
   func json(_ response: HTTPResponse) throws -> [String: Any] {

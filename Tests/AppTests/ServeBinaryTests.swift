@@ -37,7 +37,8 @@ import Testing
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
     try process.run()
     var port: Int?
-    _ = LiveTesting.waitUntil(seconds: 10) {
+    // Generous: a debug binary on a loaded 2-core machine can take a while to start.
+    _ = LiveTesting.waitUntil(seconds: 30) {
       let lines = (try? LiveTesting.jsonLines(stderrPath)) ?? []
       if let address = lines.first(where: { $0["message"] as? String == "listening" })?["address"] as? String
       {

@@ -40,6 +40,20 @@ struct ColourTransformTests {
     }
   }
 
+  @Test func adobeRGBConvertsToTheComputedSRGBValues() throws {
+    let data = try Fixtures.corpus("jpeg-icc-adobe-rgb-1998.jpg")
+    let profile = try #require(JPEGCodec.iccProfile(data))
+    #expect(ColourTransform.describe(iccProfile: profile)?.description == "Adobe RGB (1998)")
+    var buffer = Self.swatches()
+    #expect(ColourTransform.toSRGB(&buffer, iccProfile: profile) == .converted)
+    // Adobe RGB primaries, gamma 563/256, to sRGB (computed offline); the second swatch's red is
+    // outside sRGB and clips to 0.
+    let expected: [Double] = [227.1, 100.1, 42.4, 0, 181.5, 117.3, 129, 129, 129]
+    for (got, want) in zip(buffer.bytes, expected) {
+      #expect(abs(Double(got) - want) <= 2.5, "\(buffer.bytes)")
+    }
+  }
+
   @Test func nclxDisplayP3MatchesTheICCProfile() throws {
     var viaICC = Self.swatches()
     ColourTransform.toSRGB(&viaICC, iccProfile: try Self.displayP3())

@@ -362,6 +362,79 @@ struct ServerLiveTests {
     #expect(entry.requestID == response.header("X-Request-Id"))
   }
 
+  @Test func fileRangesAreSentWithSendfileAndHEADGetsOnlyTheHead() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 % 253) }
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("attachd-file-\(getpid()).bin")
+      .path
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    defer { unlink(path) }
+    let client = try RawClient(port: live.port)
+    try client.send("GET /file?1000,250000,\(path) HTTP/1.1\r\nHost: t\r\n\r\n")
+    let response = try client.readResponse()
+    #expect(response.status == 200)
+    #expect(response.body == Array(bytes[1000..<251_000]))
+    try client.send("HEAD /file?0,5,\(path) HTTP/1.1\r\nHost: t\r\n\r\n")
+    let head = try client.readResponse(forHead: true)
+    #expect(head.header("Content-Length") == "5")
+    try client.send("GET /file?0,5,/nonexistent/x HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(try client.readResponse().status == 500)
+    #expect(client.unread.isEmpty)
+  }
+
+  @Test func aLargeResponseReachesASlowReaderWhole() throws {
+    let live = try LiveServer(handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("GET /big?6000000 HTTP/1.1\r\nHost: t\r\n\r\n")
+    usleep(200_000)  // let the socket buffers fill so the server must wait for EPOLLOUT
+    let response = try client.readResponse()
+    #expect(response.body.count == 6_000_000)
+    #expect(response.body == TestHandler.pattern(6_000_000))
+    try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(try client.readResponse().text == "hello")
+  }
+
+  @Test func aClientThatStopsReadingIsDroppedAfterTheWriteTimeout() throws {
+    let live = try LiveServer({ $0.writeTimeout = .milliseconds(300) }, handler: TestHandler())
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("GET /big?20000000 HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(Self.waitFor { live.server.connectionCount == 1 })
+    #expect(Self.waitFor(timeout: 5) { live.server.connectionCount == 0 })
+  }
+
+  @Test func readingStopsWhileAResponseIsPending() throws {
+    let gate = DispatchSemaphore(value: 0)
+    let live = try LiveServer(handler: TestHandler(gate: gate))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port, timeout: 1)
+    try client.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(Self.waitFor { live.server.pool.inFlight == 1 })
+    // A pipelined flood behind the pending request: the server must leave it in the socket, so
+    // the client's sends stall (1 s send timeout) long before 256 MB.
+    let chunk = [UInt8](repeating: 0x41, count: 1 << 20)
+    var sent = 0
+    while sent < 256, (try? client.send(chunk)) != nil { sent += 1 }
+    #expect(sent < 256, "the server read \(sent) MB while a response was pending")
+    gate.signal()
+    #expect(try client.readResponse().text == "released")
+  }
+
+  @Test func invalidConfigurationsAreRefused() {
+    var bad = Server.Configuration()
+    bad.host = "not an address"
+    #expect(throws: Server.ConfigurationError.self) { try bad.validate() }
+    bad = Server.Configuration()
+    bad.headerTimeout = .zero
+    #expect(throws: Server.ConfigurationError.self) { try bad.validate() }
+    bad = Server.Configuration()
+    bad.loopCount = 0
+    #expect(throws: Server.ConfigurationError.self) { try bad.validate() }
+    #expect(throws: Never.self) { try Server.Configuration().validate() }
+  }
+
   static func waitFor(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {

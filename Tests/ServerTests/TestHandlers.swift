@@ -12,6 +12,7 @@ import Server
 /// - `/auth` refuses a request without `Authorization` with 401 before reading.
 /// - `/gate` holds a worker until `gate` is signalled, then answers "released".
 /// - `/interim` sends a 104 then the final answer.
+/// - `/file?<offset>,<length>,<path>` answers a file range (sendfile); `/big?<n>` n bytes.
 struct TestHandler: HTTPHandler {
   let recorder: Recorder
   let gate: DispatchSemaphore
@@ -31,6 +32,15 @@ struct TestHandler: HTTPHandler {
       if case .contentLength(let n) = head.framing, n > 1000 {
         return .respond(HTTPResponse(status: 413, body: .bytes(Array("too big".utf8))))
       }
+    case "/file":
+      // /file?<offset>,<length>,<path>
+      let parts = (head.query ?? "").split(separator: ",", maxSplits: 2).map(String.init)
+      guard parts.count == 3, let offset = UInt64(parts[0]), let length = UInt64(parts[1]) else { break }
+      return .respond(HTTPResponse(status: 200, body: .file(path: parts[2], offset: offset, length: length)))
+    case "/big":
+      // /big?<bytes>: a pattern body, built per request.
+      let count = head.query.flatMap { Int($0) } ?? 0
+      return .respond(HTTPResponse(status: 200, body: .bytes(Self.pattern(count))))
     case "/auth":
       if !head.headers.contains(name: "authorization") {
         return .respond(HTTPResponse(status: 401, headers: ["WWW-Authenticate": "Bearer"]))
@@ -66,6 +76,15 @@ struct TestHandler: HTTPHandler {
               status: 200, headers: headers, body: .bytes(Array("len=\(body.count) sum=\(sum)".utf8))))
         }
       })
+  }
+}
+
+extension TestHandler {
+  /// `count` bytes of 0, 1, … 250, 0, 1 … (built by doubling: quick even in debug builds).
+  static func pattern(_ count: Int) -> [UInt8] {
+    var bytes = (0..<251).map { UInt8($0) }
+    while bytes.count < count { bytes.append(contentsOf: bytes) }
+    return Array(bytes.prefix(count))
   }
 }
 

@@ -12,6 +12,7 @@ struct WorkerPoolTests {
     let accepted = (0..<8).map { _ in pool.trySubmit { _ = gate.wait(timeout: .now() + 10) } }
     #expect(accepted == [true, true, true, true, true, false, false, false])
     #expect(pool.inFlight == 5)
+    #expect(ServerLiveTests.waitFor { pool.queueDepth == 3 })
     for _ in 0..<5 { gate.signal() }
     pool.shutdown()
     #expect(pool.inFlight == 0)

@@ -217,7 +217,7 @@ private func record(
     let directory = try TemporaryDirectory()
     let index = try factory.make(directory.path)
     let outcomes = Failures()
-    DispatchQueue.concurrentPerform(iterations: 16) { _ in
+    onThreads(16) { _ in
       do {
         let result = try index.beginIdempotent(
           tenant: "acme", key: "same", fingerprint: "f", now: t0, lifetime: 60)
@@ -235,7 +235,7 @@ private func record(
     let directory = try TemporaryDirectory()
     let index = try factory.make(directory.path)
     let failures = Failures()
-    DispatchQueue.concurrentPerform(iterations: 16) { worker in
+    onThreads(16) { worker in
       do {
         for number in 0..<20 {
           let id = "att_\(worker)_\(number)"

@@ -182,7 +182,7 @@ import Testing
     let attachments = try embedded(directory, clock: TestClock())
     let results = Mutex<[(record: AttachmentRecord, seed: UInt64)]>([])
     let failures = Failures()
-    DispatchQueue.concurrentPerform(iterations: 16) { worker in
+    onThreads(16) { worker in
       do {
         for round in 0..<4 {
           // Workers 0…3 share content, so dedup races with distinct writes.
@@ -212,7 +212,7 @@ import Testing
     let failures = Failures()
     // Every worker stores and deletes the same two images, so a store's deduplicated blob is
     // constantly the last reference someone else's delete (or the sweeper) wants to remove.
-    DispatchQueue.concurrentPerform(iterations: 8) { worker in
+    onThreads(8) { worker in
       for round in 0..<40 {
         do {
           let record = try store(attachments, tenant: "t\(worker)", seed: UInt64(round % 2))

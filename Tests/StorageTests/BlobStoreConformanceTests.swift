@@ -135,7 +135,7 @@ struct BlobStoreFactory: Sendable, CustomTestStringConvertible {
     let store = try factory.make(directory.path)
     // 16 writers: half share one content (racing dedup), half write their own.
     let failures = Failures()
-    DispatchQueue.concurrentPerform(iterations: 16) { worker in
+    onThreads(16) { worker in
       let seed: UInt64 = worker % 2 == 0 ? 999 : UInt64(worker)
       let bytes = sampleBytes(200_000, seed: seed)
       do {

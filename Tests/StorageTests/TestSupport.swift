@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Storage
 import Synchronization
@@ -60,3 +61,20 @@ let sampleSource = SourceInfo(
   format: "heic", width: 4032, height: 3024, bytes: 2_345_678, orientation: 6,
   orientationSource: "heif-transform",
   colourProfile: "Display P3")
+
+/// Runs `body(0..<count)` on `count` real threads at once and waits for all.
+///
+/// Not `DispatchQueue.concurrentPerform`: that runs only as many at a time as there are cores
+/// (two here), which would hide races that need many uploads in flight together.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+  let group = DispatchGroup()
+  for worker in 0..<count {
+    group.enter()
+    let thread = Thread {
+      body(worker)
+      group.leave()
+    }
+    thread.start()
+  }
+  group.wait()
+}

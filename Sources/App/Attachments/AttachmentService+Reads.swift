@@ -59,7 +59,7 @@ extension AttachmentService {
     guard SecureRandom.isIdentifier(id) else { return .respond(problem(AppError.notFound, context)) }
     // The delete commits a transaction (fsync): not on the event loop.
     return .readBody(
-      OffloadedAction(service: self) { [self] in
+      DeferredResponse { [self] in
         do {
           guard try store.delete(tenant: principal.tenant, id: id) else {
             return problem(AppError.notFound, context)
@@ -140,24 +140,4 @@ extension AttachmentService {
     var response: HTTPResponse
     init(_ response: HTTPResponse) { self.response = response }
   }
-}
-
-/// Reads (and ignores) a request body, then runs `work` on the worker pool.
-final class OffloadedAction: RequestBodyConsumer {
-  private let service: AttachmentService
-  private let work: @Sendable () -> HTTPResponse
-
-  init(service: AttachmentService, work: @escaping @Sendable () -> HTTPResponse) {
-    self.service = service
-    self.work = work
-  }
-
-  func body(_ bytes: UnsafeRawBufferPointer) -> BodyAction { .proceed }
-
-  func end(trailers: HTTPHeaders, responder: any Responder) {
-    let work = self.work
-    responder.offload(work)
-  }
-
-  func aborted(bytesReceived: UInt64) {}
 }

@@ -21,6 +21,8 @@ public final class AttachmentService: Sendable {
   let eventLog: EventLog
   /// Jobs handed to the worker pool and not yet started.
   let queued = Atomic<Int>(0)
+  /// `tenant \n key` of idempotent uploads whose body is still arriving or being processed.
+  let keysInFlight = Mutex<Set<String>>([])
   private let statisticsCache = Mutex<(at: Date, value: IndexStatistics)?>(nil)
 
   /// Seconds `/metrics` reuses storage counts before asking the index again.
@@ -75,6 +77,16 @@ public final class AttachmentService: Sendable {
     }
     metrics.uploadsInFlight.increment()
     let slot = UploadSlot(service: self, principal: principal)
+    if let idempotencyKey {
+      // A retry while the first request is still sending its body: answer at once (the
+      // index claim, which needs the body's fingerprint, covers the rest).
+      let name = principal.tenant + "\n" + idempotencyKey
+      guard keysInFlight.withLock({ $0.insert(name).inserted }) else {
+        slot.release()
+        return .respond(problem(AppError.idempotencyInProgress, context))
+      }
+      slot.ownKey(name)
+    }
     let request = UploadRequest(
       principal: principal, idempotencyKey: idempotencyKey, requestID: context.requestID, slot: slot)
     do {
@@ -260,14 +272,19 @@ final class UploadSlot: Sendable {
   private let service: AttachmentService
   private let principal: Principal
   private let released = Atomic<Bool>(false)
+  private let key = Mutex<String?>(nil)
 
   init(service: AttachmentService, principal: Principal) {
     self.service = service
     self.principal = principal
   }
 
+  /// Makes this slot remove `name` from the in-flight idempotency keys on release.
+  func ownKey(_ name: String) { key.withLock { $0 = name } }
+
   func release() {
     guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    if let name = key.withLock({ $0 }) { _ = service.keysInFlight.withLock { $0.remove(name) } }
     service.access.endUpload(for: principal)
     service.metrics.uploadsInFlight.decrement()
   }

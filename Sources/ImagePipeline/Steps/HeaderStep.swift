@@ -12,7 +12,11 @@ enum HeaderStep {
     c.outputSize = Resampler.fitted(
       width: c.displaySize.width, height: c.displaySize.height, maxEdge: c.configuration.maxEdge)
     c.iccProfile = header.iccProfile
-    if let profile = header.iccProfile {
+    if case .png(let png) = header.container, let compressed = png.compressedICCProfile {
+      // iCCP is zlib-compressed; inflate it with a hard cap (a profile is rarely over 1 MiB).
+      c.iccProfile = try? Inflate.decompress(compressed[...], maxOutput: 4 << 20)
+    }
+    if let profile = c.iccProfile {
       c.colourProfileDescription =
         ColourTransform.describe(iccProfile: profile)?.description ?? "unreadable ICC"
     } else if let nclx = header.heif?.nclx {

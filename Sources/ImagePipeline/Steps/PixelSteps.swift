@@ -31,11 +31,19 @@ enum OrientStep {
 /// fewest pixels). Untagged input is sRGB and is left alone.
 enum ColourStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
-    guard let profile = c.iccProfile else { return }
     var pixels = try c.requirePixels()
     // The outcome says why a profile was ignored (unreadable, wrong colour space); the pixels are
     // then treated as sRGB, as browsers do.
-    _ = ColourTransform.toSRGB(&pixels, iccProfile: profile)
+    if let profile = c.iccProfile {
+      _ = ColourTransform.toSRGB(&pixels, iccProfile: profile)
+    } else if let nclx = c.nclx {
+      let colour = NCLXColour(
+        colourPrimaries: nclx.primaries, transferCharacteristics: nclx.transfer,
+        matrixCoefficients: nclx.matrix, fullRange: nclx.fullRange)
+      _ = ColourTransform.toSRGB(&pixels, nclx: colour)
+    } else {
+      return
+    }
     c.pixels = pixels
   }
 }

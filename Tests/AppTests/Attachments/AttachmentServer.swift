@@ -1,0 +1,90 @@
+import Foundation
+import Server
+import Testing
+
+@testable import App
+
+/// The real App (storage in a temp dir, real pipeline) on the real server on 127.0.0.1.
+final class AttachmentServer {
+  /// All scopes, tenant acme.
+  static let acmeKey = "acme-key-0123456789abcdef0123"
+  /// All scopes, tenant beta.
+  static let betaKey = "beta-key-0123456789abcdef0123"
+  /// Only `upload`, tenant acme.
+  static let uploadOnlyKey = "acme-upload-only-0123456789ab"
+
+  let app: Application
+  let directory: String
+  let base: String
+  private let server: Server
+  private let stopped = DispatchSemaphore(value: 0)
+
+  init(configure: (inout Application.Configuration) -> Void = { _ in }) throws {
+    directory = try LiveTesting.temporaryDirectory()
+    var config = Application.Configuration()
+    config.server.port = 0
+    config.server.eventLoops = 1
+    config.server.workerThreads = 2
+    config.storage.dataDirectory = directory + "/data"
+    try FileManager.default.createDirectory(
+      atPath: config.storage.dataDirectory, withIntermediateDirectories: true)
+    config.auth.apiKeys = [
+      APIKey(tenant: "acme", key: Self.acmeKey), APIKey(tenant: "beta", key: Self.betaKey),
+    ]
+    config.auth.keys = [HashedKey(tenant: "acme", scopes: [.upload], key: Self.uploadOnlyKey)]
+    config.limits.rate.requestsPerSecond = 0
+    config.signing.secret = "test-signing-secret-0123456789abcdef"
+    configure(&config)
+    try config.validate()
+    app = Application(configuration: config, accessLog: AccessLog(sink: .off), eventLog: EventLog(sink: .off))
+    if let failure = app.storageFailure { throw CocoaError(.fileReadUnknown, userInfo: ["detail": failure]) }
+    server = try app.makeServer(handleSignals: false)
+    base = "http://127.0.0.1:\(server.localPort)"
+    Thread.detachNewThread { [server, stopped] in
+      try? server.run()
+      stopped.signal()
+    }
+  }
+
+  func stop() {
+    server.shutdown()
+    stopped.wait()
+    app.stopBackgroundWork()
+  }
+
+  /// The `Authorization` header of `key`.
+  static func bearer(_ key: String) -> String { "Authorization: Bearer \(key)" }
+
+  /// curl with `arguments` (after `-s -i`); interim 1xx answers are skipped.
+  func curl(_ path: String, _ arguments: [String], timeout: Double = 30) throws -> LiveTesting.Reply {
+    let (status, data) = try LiveTesting.run(
+      "/usr/bin/curl", ["-s", "-i", "--max-time", String(Int(timeout)), base + path] + arguments,
+      timeout: timeout + 5)
+    #expect(status == 0, "curl exit status \(status)")
+    return try Self.parseFinal(data)
+  }
+
+  /// The final response of a `curl -i` transcript.
+  static func parseFinal(_ data: Data) throws -> LiveTesting.Reply {
+    var rest = data
+    while true {
+      let reply = try LiveTesting.parse(rest)
+      guard (100...199).contains(reply.status) else { return reply }
+      rest = Data(reply.body)
+    }
+  }
+
+  /// A raw upload of `file` with the acme key (or `key`).
+  func upload(file: String, key: String = acmeKey, headers: [String] = []) throws -> LiveTesting.Reply {
+    var arguments = ["--data-binary", "@" + file, "-H", Self.bearer(key)]
+    for header in headers { arguments += ["-H", header] }
+    return try curl("/v1/attachments", arguments)
+  }
+}
+
+extension LiveTesting.Reply {
+  /// The body as a JSON array of objects.
+  var jsonList: [[String: Any]]? { try? JSONSerialization.jsonObject(with: body) as? [[String: Any]] }
+  /// `code` of a problem body.
+  var code: String? { json?["code"] as? String }
+}
