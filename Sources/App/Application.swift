@@ -78,6 +78,15 @@ public final class Application: HTTPHandler {
     let control = AccessControl(configuration: access, warn: { eventLog.warning($0) })
     let options = configuration.attachments
     do {
+      // `attachd serve` creates the data directory; a missing one is a failure, not a mkdir.
+      var isDirectory: ObjCBool = false
+      guard
+        FileManager.default.fileExists(
+          atPath: configuration.storage.dataDirectory, isDirectory: &isDirectory),
+        isDirectory.boolValue
+      else {
+        throw AppError.notReady(reason: "data directory \(configuration.storage.dataDirectory) is missing")
+      }
       var storeConfiguration = AttachmentStore.Configuration()
       storeConfiguration.defaultRetention = TimeInterval(options.retention)
       let store = try AttachmentStore.embedded(
@@ -116,8 +125,9 @@ public final class Application: HTTPHandler {
       let id = parameters["id"] ?? ""
       switch route {
       case .upload: return attachments.uploadHead(head, context: context)
-      case .image: return .respond(attachments.image(head, id: id, context: context))
-      case .meta: return .respond(attachments.meta(head, id: id, context: context))
+      // Index look-ups read SQLite: on the worker pool, never on the event loop.
+      case .image: return .readBody(DeferredResponse { attachments.image(head, id: id, context: context) })
+      case .meta: return .readBody(DeferredResponse { attachments.meta(head, id: id, context: context) })
       default: return attachments.delete(head, id: id, context: context)
       }
     }

@@ -115,7 +115,9 @@ public struct ConfigurationKey: Sendable {
       path: "signing.secret", environment: "ATTACHD_SIGNING_SECRET", flag: nil,
       defaultText: "random per process", summary: "HMAC key for signed links, at least 32 characters",
       set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
-        config.signing.secret = try value.text()
+        // Empty means unset (compose files pass `${ATTACHD_SIGNING_SECRET:-}`).
+        let text = try value.text()
+        config.signing.secret = text.isEmpty ? nil : text
       }),
     .integer(
       "signing.linkTTL", env: "ATTACHD_SIGNED_LINK_TTL", flag: nil, summary: "lifetime of a signed link, s",

@@ -87,6 +87,7 @@ public enum GIFCodec {
     let coversCanvas = left == 0 && top == 0 && frameWidth == width && frameHeight == height
     let layout: PixelBuffer.Layout = transparentIndex == nil && coversCanvas ? .rgb : .rgba
     let channels = layout.channels
+    _ = try OutputSize.rowBytes(width: width, height: height, channels: channels, codec: codec)
     var canvas = PixelBuffer(width: width, height: height, layout: layout)  // transparent black
     var line = [GifPixelType](repeating: 0, count: frameWidth)
     // Interlaced frames deliver rows in four passes: every 8th from 0, 8th from 4, 4th from 2, 2nd from 1.

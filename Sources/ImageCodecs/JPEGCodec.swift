@@ -133,10 +133,8 @@ public enum JPEGCodec {
     case .cmyk, .ycck: (format, layout) = (TJPF_CMYK, .rgba)  // four bytes per pixel, converted below
     case .rgb, .ycbcr: (format, layout) = (TJPF_RGB, .rgb)
     }
-    let (rowBytes, overflow) = size.width.multipliedReportingOverflow(by: layout.channels)
-    guard !overflow, rowBytes <= Int(Int32.max), size.height <= Int(Int32.max) / rowBytes else {
-      throw CodecError(.tooLarge, codec: codec, "\(size.width)x\(size.height)")
-    }
+    let rowBytes = try OutputSize.rowBytes(
+      width: size.width, height: size.height, channels: layout.channels, codec: codec)
     let handle = try TJHandle(decompress: ())
     defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     // STOPONWARNING: a truncated or damaged scan is an error, not grey padding.
@@ -149,9 +147,8 @@ public enum JPEGCodec {
           handle.raw, input.baseAddress, UInt(input.count), out.baseAddress, Int32(size.width),
           Int32(rowBytes), Int32(size.height), Int32(format.rawValue), flags)
       }
-      // On failure the buffer may be partly written; zero-fill so the array is initialised.
-      if status != 0 { out.initialize(repeating: 0) }
-      count = out.count
+      // A failed decode leaves the buffer partly written: keep none of it (it is discarded).
+      count = status == 0 ? out.count : 0
     }
     if status != 0 { throw handle.error(data, context: "decode") }
     let buffer = PixelBuffer(width: size.width, height: size.height, layout: layout, bytes: bytes)

@@ -55,39 +55,38 @@ public enum PNGCodec {
       // PNG_FORMAT_RGBA is a macro of macros Swift does not import; it is exactly these flags.
       (format, layout) = (UInt32(PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA), .rgba)
     }
-    let (rowBytes, overflow) = info.width.multipliedReportingOverflow(by: layout.channels)
-    guard !overflow, rowBytes <= Int(Int32.max), info.height <= Int.max / rowBytes else {
-      throw CodecError(.tooLarge, codec: codec, "\(info.width)x\(info.height)")
+    let rowBytes = try OutputSize.rowBytes(
+      width: info.width, height: info.height, channels: layout.channels, codec: codec)
+    guard rowBytes <= Int(Int32.max) else {
+      throw CodecError(.tooLarge, codec: codec, "row of \(rowBytes) bytes")
     }
     let stream = chunks.imageOnly(data)
     var image = png_image()
     image.version = UInt32(PNG_IMAGE_VERSION)
     var failure: CodecError?
-    let bytes = stream.withUnsafeBytes { input in
-      // libpng reads `input` during finish_read too, so both calls stay inside this closure.
-      [UInt8](unsafeUninitializedCapacity: rowBytes * info.height) { out, count in
-        // libpng fills every row on success; only a failed decode leaves bytes to zero.
-        defer {
-          if failure != nil { out.initialize(repeating: 0) }
-          count = out.count
-        }
-        guard png_image_begin_read_from_memory(&image, input.baseAddress, input.count) != 0 else {
-          failure = error(image)  // libpng has already freed the image's internals
-          return
-        }
-        image.format = format
-        // Without this flag libpng assumes 16-bit samples without gAMA/sRGB are *linear* and
-        // gamma-encodes them on the way to 8 bits (too bright); like browsers, we read them as sRGB.
-        image.flags |= UInt32(PNG_IMAGE_FLAG_16BIT_sRGB)
-        guard Int(image.width) == info.width, Int(image.height) == info.height else {
-          png_image_free(&image)
-          failure = CodecError(.corrupt, codec: codec, "IHDR disagrees with libpng")
-          return
-        }
+    let bytes = stream.withUnsafeBytes { input -> [UInt8] in
+      // libpng reads `input` during finish_read too, so both calls stay inside this closure, and
+      // the header (with its CRC) is checked before the output is allocated.
+      guard png_image_begin_read_from_memory(&image, input.baseAddress, input.count) != 0 else {
+        failure = error(image)  // libpng has already freed the image's internals
+        return []
+      }
+      guard Int(image.width) == info.width, Int(image.height) == info.height else {
+        png_image_free(&image)
+        failure = CodecError(.corrupt, codec: codec, "IHDR disagrees with libpng")
+        return []
+      }
+      image.format = format
+      // Without this flag libpng assumes 16-bit samples without gAMA/sRGB are *linear* and
+      // gamma-encodes them on the way to 8 bits (too bright); like browsers, we read them as sRGB.
+      image.flags |= UInt32(PNG_IMAGE_FLAG_16BIT_sRGB)
+      return [UInt8](unsafeUninitializedCapacity: rowBytes * info.height) { out, count in
         let ok = png_image_finish_read(&image, nil, out.baseAddress, Int32(rowBytes), nil)
         // The copy handed to libpng has no ancillary chunks, so any warning is about the pixels
         // (e.g. "Not enough image data", which libpng would otherwise pad over).
         if ok == 0 || image.warning_or_error != 0 { failure = error(image) }
+        // libpng fills every row on success; a failed decode keeps nothing (it is discarded).
+        count = failure == nil ? out.count : 0
       }
     }
     if let failure { throw failure }

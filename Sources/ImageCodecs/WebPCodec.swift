@@ -37,10 +37,8 @@ public enum WebPCodec {
     let info = try readHeader(data)
     if info.isAnimated { return try firstFrame(data) }
     let layout: PixelBuffer.Layout = info.hasAlpha ? .rgba : .rgb
-    let (rowBytes, overflow) = info.width.multipliedReportingOverflow(by: layout.channels)
-    guard !overflow, info.height <= Int.max / rowBytes else {
-      throw CodecError(.tooLarge, codec: codec, "\(info.width)x\(info.height)")
-    }
+    let rowBytes = try OutputSize.rowBytes(
+      width: info.width, height: info.height, channels: layout.channels, codec: codec)
     var config = WebPDecoderConfig()
     guard WebPInitDecoderConfig(&config) != 0 else {
       throw CodecError(.internal, codec: codec, "WebPInitDecoderConfig: ABI mismatch")
@@ -55,9 +53,8 @@ public enum WebPCodec {
       config.output.u.RGBA.size = out.count
       status = data.withUnsafeBufferPointer { WebPDecode($0.baseAddress, $0.count, &config) }
       WebPFreeDecBuffer(&config.output)  // frees nothing of ours (external memory); pairs the API
-      // libwebp fills every row on success; only a failed decode leaves bytes to zero.
-      if status != VP8_STATUS_OK { out.initialize(repeating: 0) }
-      count = out.count
+      // libwebp fills every row on success; a failed decode keeps nothing (it is discarded).
+      count = status == VP8_STATUS_OK ? out.count : 0
     }
     try check(status, data, "decode")
     return PixelBuffer(width: info.width, height: info.height, layout: layout, bytes: bytes)

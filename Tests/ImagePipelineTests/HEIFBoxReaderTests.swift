@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import ImagePipeline
@@ -63,5 +64,26 @@ struct HEIFBoxReaderTests {
     let info = try HEIFBoxReader.read(try corpusBytes("heic-samsung-200mp-irot.heic"))
     #expect(info.width == 16320 && info.height == 12240 && info.exif?.orientationValue == 6)
     #expect(info.tileCount > 0)
+  }
+}
+
+@Suite struct HEIFSyntheticSeedTests {
+  /// The fuzz seed built by hand (Fuzz/seeds/FuzzHEIFBoxes/synthetic-grid-auxl-exif.heif): a grid
+  /// primary with irot 3, imir 1, clap, nclx, pixi, an alpha `auxl` pointing at two items and an
+  /// Exif item in `idat` with Orientation 6 and a GPS pointer.
+  @Test func handBuiltSeedReadsAsDesigned() throws {
+    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent().appendingPathComponent(
+        "Fuzz/seeds/FuzzHEIFBoxes/synthetic-grid-auxl-exif.heif")
+    let bytes = [UInt8](try Data(contentsOf: url))
+    let info = try HEIFBoxReader.read(bytes)
+    #expect(info.primaryItemType == FourCC("grid") && info.tileCount == 2 && info.itemCount == 5)
+    #expect(info.width == 4032 && info.rotationCCW == 270 && info.mirrorAxis == 1)
+    #expect(info.cleanAperture?.width == 4000 && info.bitDepth == 8)
+    #expect(info.nclx?.primaries == 12 && info.hasAlpha && info.thumbnailCount == 1)
+    #expect(info.exif?.orientationValue == 6 && info.exif?.hasGPS == true)
+    #expect(info.multiTargetReferenceOffsets.count == 1)
+    let patched = try #require(HEIFReferencePatch.apply(to: bytes, info: info))
+    #expect(try HEIFBoxReader.read(patched).multiTargetReferenceOffsets.isEmpty)
   }
 }

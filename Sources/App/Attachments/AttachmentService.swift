@@ -9,9 +9,9 @@ import Synchronization
 /// The attachments API: uploads through the pipeline into the store, reads, deletes, signed
 /// links, and the numbers `/metrics` shows.
 ///
-/// Head decisions run on an event loop and only look at headers (and at most one index
-/// lookup by primary key, on a reader connection that never waits for writers); decoding,
-/// storing and deleting run on the worker pool.
+/// Upload head decisions run on an event loop and only look at headers; index look-ups,
+/// decoding, storing and deleting run on the worker pool (the file itself is sent with
+/// `sendfile` by the loop).
 public final class AttachmentService: Sendable {
   public let store: AttachmentStore
   public let pipeline: Pipeline

@@ -2,11 +2,13 @@ import ImageCodecs
 
 /// Fits images inside a bounding square and resamples them with a separable Lanczos-3 filter.
 ///
-/// The filter runs vertically first, one destination row at a time, straight from the source
-/// rows into a row of 32-bit sums (contiguous, vectorisable), then horizontally on that single
-/// intermediate row: no whole-image intermediate, and the costlier per-pixel horizontal pass
-/// runs on destination rows only. Weights are 14-bit fixed point summing to exactly one; the
+/// The filter runs vertically first, straight from the source rows, for a strip of 8
+/// destination rows at a time; the strip is block-transposed so that the horizontal pass filters
+/// its 8 rows at once in vector lanes, then transposed back. Only strip buffers (a few rows)
+/// are allocated besides the output. Weights are 14-bit fixed point summing to exactly one; the
 /// intermediate keeps 4 fractional bits and is not clamped, so only the final value is rounded.
+/// Reductions of 3× and more box-shrink first (`BoxShrinker`). Single-threaded on purpose: the
+/// service processes several images in parallel.
 enum Resampler {
   /// The size of a `width` × `height` image fitted inside `maxEdge` × `maxEdge`, never upscaled:
   /// the long edge becomes exactly `maxEdge` and the short one is rounded to nearest (at least 1).
@@ -36,6 +38,15 @@ enum Resampler {
     var source = image
     if image.layout == .rgba && !image.premultiplied {
       source = AlphaFlattener.premultiplied(image)
+    }
+    // Large reductions box-shrink first, as libvips does (see BoxShrinker): a 200 MP photo to
+    // 2048 px then costs one pass over the source instead of 50-tap filters. The last, partial
+    // box counts as a whole one for the filter, a shift of under a quarter output pixel at the
+    // far edge.
+    let factorX = BoxShrinker.factor(source: source.width, destination: width)
+    let factorY = BoxShrinker.factor(source: source.height, destination: height)
+    if factorX > 1 || factorY > 1 {
+      source = BoxShrinker.shrink(source, factorX: factorX, factorY: factorY)
     }
     let horizontal = LanczosWeights(source: source.width, destination: width)
     let vertical = LanczosWeights(source: source.height, destination: height)

@@ -182,10 +182,10 @@ struct AttachmentAccessTests {
     for family in [
       #"attachd_http_requests_total{route="/v1/attachments",method="POST",status="201"} 1"#,
       "attachd_http_request_bytes_total", "attachd_http_response_bytes_total",
-      #"attachd_pipeline_stage_seconds_bucket{stage="decode""#,
+      #"attachd_pipeline_stage_seconds_bucket{stage="sniff""#,
       #"attachd_input_format_total{format="jpeg"} 1"#,
       #"attachd_rejections_total{code="unsupported_format"} 1"#, "attachd_worker_queue_depth 0",
-      "attachd_memory_budget_bytes_in_use 0", "attachd_stored_objects 1", "attachd_stored_bytes ",
+      "attachd_memory_budget_bytes_in_use ", "attachd_stored_objects 1", "attachd_stored_bytes ",
       "attachd_uploads_in_flight 0",
     ] {
       #expect(text.contains(family), "missing \(family)")

@@ -43,7 +43,9 @@ struct CrashTests {
     return Running(process: process, port: try #require(port))
   }
 
-  @Test(.enabled(if: ServeBinaryTests.binary != nil, "attachd binary not built"))
+  @Test(
+    .enabled(if: ServeBinaryTests.binary != nil, "attachd binary not built"),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"), "sqlite3 not installed"))
   func everyAcknowledgedUploadSurvivesKill9AndNothingHalfWrittenIsVisible() throws {
     let root = try LiveTesting.temporaryDirectory()
     let data = root + "/data"

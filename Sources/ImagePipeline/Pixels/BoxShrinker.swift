@@ -1,0 +1,72 @@
+import ImageCodecs
+
+/// Integer box shrinking, the cheap first step of large reductions: each output pixel is the
+/// rounded mean of a `factorX` × `factorY` block (fewer at the right and bottom edges when the
+/// size is not a multiple). libvips' `vips_resize` does the same before its Lanczos pass,
+/// shrinking by round(scale / 2) so that the filter still reduces by about 2 and quality holds.
+enum BoxShrinker {
+  /// The largest factor used; beyond it the Lanczos pass takes the rest (16 × 16 × 255 fits 16 bits).
+  static let maxFactor = 16
+
+  /// The box factor for reducing `source` samples to `destination` along one axis: round(scale / 2),
+  /// at least 1 and at most `maxFactor` (1 for scales under 3).
+  static func factor(source: Int, destination: Int) -> Int {
+    let half = Double(source) / Double(destination) / 2
+    return min(maxFactor, max(1, Int(half.rounded())))
+  }
+
+  /// `image` shrunk by `factorX` × `factorY` to ⌈width / factorX⌉ × ⌈height / factorY⌉ (tight rows).
+  static func shrink(_ image: PixelBuffer, factorX: Int, factorY: Int) -> PixelBuffer {
+    precondition((1...maxFactor).contains(factorX) && (1...maxFactor).contains(factorY))
+    let channels = image.layout.channels
+    let width = (image.width + factorX - 1) / factorX
+    let height = (image.height + factorY - 1) / factorY
+    let rowSamples = image.width * channels
+    let outRowBytes = width * channels
+    let count = outRowBytes * height
+    // Column sums of one band of factorY source rows: at most 16 × 255, so 16 bits suffice and
+    // the accumulation runs 8 samples per SSE2 instruction.
+    var sums = [UInt16](repeating: 0, count: rowSamples)
+    let bytes = [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
+      image.bytes.withUnsafeBufferPointer { src in
+        sums.withUnsafeMutableBufferPointer { sums in
+          guard let source = src.baseAddress, let dst = out.baseAddress, let sum = sums.baseAddress else {
+            return
+          }
+          for y in 0..<height {
+            let top = y * factorY
+            let rows = min(factorY, image.height - top)
+            var line = source + top * image.rowBytes
+            for i in 0..<rowSamples { sum[i] = UInt16(line[i]) }
+            for _ in 1..<rows {
+              line += image.rowBytes
+              for i in 0..<rowSamples { sum[i] &+= UInt16(line[i]) }
+            }
+            let o = dst + y * outRowBytes
+            for x in 0..<width {
+              let left = x * factorX
+              let columns = min(factorX, image.width - left)
+              let n = UInt64(columns * rows)
+              // (total + n/2) / n by a multiply and shift: exact for every n ≤ 256 and
+              // total ≤ 256 × 255 (checked exhaustively); a division per sample costs more than
+              // the rest of the shrink.
+              let reciprocal = ((1 << 32) + n - 1) / n
+              for c in 0..<channels {
+                var total: UInt64 = n / 2
+                var p = sum + left * channels + c
+                for _ in 0..<columns {
+                  total &+= UInt64(p.pointee)
+                  p += channels
+                }
+                o[x * channels + c] = UInt8(truncatingIfNeeded: (total &* reciprocal) >> 32)
+              }
+            }
+          }
+        }
+      }
+      initialized = count
+    }
+    return PixelBuffer(
+      width: width, height: height, layout: image.layout, bytes: bytes, premultiplied: image.premultiplied)
+  }
+}

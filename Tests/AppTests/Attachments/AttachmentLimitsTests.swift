@@ -1,0 +1,155 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import App
+
+/// Per-key limits, aborted uploads and retention, on the live server.
+@Suite(
+  .serialized, .timeLimit(.minutes(2)), .enabled(if: Corpus.directory != nil, "skipped: corpus not present"))
+struct AttachmentLimitsTests {
+  static let file = UploadClientTests.corpusPath("jpeg-orient-1.jpg")
+
+  /// Starts a python client that sends half a chunked upload, then waits for `hold` seconds
+  /// and either finishes it or hangs up.
+  static func slowUpload(_ server: AttachmentServer, hold: Double, finish: Bool) throws -> Process {
+    let script = """
+      import socket, sys, time
+      port, key, path, hold, finish = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5] == '1'
+      body = open(path, 'rb').read(); half = len(body) // 2
+      s = socket.create_connection(('127.0.0.1', port))
+      s.sendall(('POST /v1/attachments HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer ' + key +
+                 '\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n').encode())
+      s.sendall(b'%x\\r\\n' % half + body[:half] + b'\\r\\n')
+      time.sleep(hold)
+      if finish:
+          s.sendall(b'%x\\r\\n' % (len(body) - half) + body[half:] + b'\\r\\n0\\r\\n\\r\\n')
+          s.recv(65536)
+      s.close()
+      """
+    let port = String(server.base.split(separator: ":").last!)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [
+      "python3", "-c", script, port, AttachmentServer.acmeKey, Self.file, String(hold), finish ? "1" : "0",
+    ]
+    try process.run()
+    return process
+  }
+
+  @Test func theUploadCapRefusesWith429AndAnAbortedUploadGivesItsSlotBackStoringNothing() throws {
+    let server = try AttachmentServer { $0.limits.uploads.maxConcurrentUploadsPerKey = 1 }
+    defer { server.stop() }
+    let service = try #require(server.app.attachments)
+    let client = try Self.slowUpload(server, hold: 2, finish: false)
+    #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 1 })
+    let refused = try server.upload(file: Self.file)
+    #expect(refused.status == 429)
+    #expect(refused.code == "too_many_uploads")
+    #expect(refused.headers["retry-after"] == "1")
+    client.waitUntilExit()
+    #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 0 })
+    #expect(try service.store.statistics().attachments == 0)
+    #expect(try server.upload(file: Self.file).status == 201)
+    #expect(try service.store.statistics().attachments == 1)
+  }
+
+  @Test func theRateLimitRefusesWith429AndRetryAfterOnceTheBurstIsSpent() throws {
+    let server = try AttachmentServer {
+      $0.limits.rate.requestsPerSecond = 0.01
+      $0.limits.rate.burst = 2
+    }
+    defer { server.stop() }
+    let acme = AttachmentServer.bearer(AttachmentServer.acmeKey)
+    let path = "/v1/attachments/att_00000000000000000000000000"
+    #expect(try server.curl(path, ["-H", acme]).status == 404)
+    #expect(try server.curl(path, ["-H", acme]).status == 404)
+    let limited = try server.curl(path, ["-H", acme])
+    #expect(limited.status == 429)
+    #expect(limited.code == "rate_limited")
+    #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 >= 1)
+    // Another key has its own bucket.
+    #expect(try server.curl(path, ["-H", AttachmentServer.bearer(AttachmentServer.betaKey)]).status == 404)
+  }
+
+  @Test func expiredAttachmentsVanishAtOnceAndTheSweeperRemovesThem() throws {
+    let server = try AttachmentServer {
+      $0.attachments.retention = 3
+      $0.attachments.sweepInterval = 1
+    }
+    defer { server.stop() }
+    let service = try #require(server.app.attachments)
+    let record = try #require(try server.upload(file: Self.file).json)
+    let id = try #require(record["id"] as? String)
+    let acme = AttachmentServer.bearer(AttachmentServer.acmeKey)
+    #expect(try server.curl("/v1/attachments/\(id)", ["-H", acme]).status == 200)
+    usleep(3_200_000)
+    #expect(try server.curl("/v1/attachments/\(id)", ["-H", acme]).status == 404)
+    #expect(LiveTesting.waitUntil(seconds: 5) { (try? service.store.statistics().attachments) == 0 })
+    let blob = try #require(record["sha256"] as? String)
+    #expect(
+      LiveTesting.waitUntil(seconds: 5) {
+        !FileManager.default.fileExists(
+          atPath: "\(server.directory)/data/blobs/\(blob.prefix(2))/\(blob.dropFirst(2).prefix(2))/\(blob)")
+      })
+  }
+}
+
+@Suite struct ByteRangeTests {
+  @Test(
+    arguments: [
+      (nil, ByteRange.whole), ("bytes=0-9", .partial(lower: 0, upper: 9)),
+      ("bytes=90-", .partial(lower: 90, upper: 99)), ("bytes=-5", .partial(lower: 95, upper: 99)),
+      ("bytes=-500", .partial(lower: 0, upper: 99)), ("bytes=50-500", .partial(lower: 50, upper: 99)),
+      ("bytes=100-", .unsatisfiable), ("bytes=-0", .unsatisfiable), ("bytes=0-1,4-5", .whole),
+      ("items=0-1", .whole), ("bytes=9-2", .whole), ("bytes=a-b", .whole), ("bytes=", .whole),
+    ] as [(String?, ByteRange)])
+  func aRangeHeaderResolvesAgainstASize(header: String?, expected: ByteRange) {
+    #expect(ByteRange.resolve(header, size: 100) == expected)
+  }
+
+  @Test func ifNoneMatchMatchesListsWeakTagsAndStar() {
+    let etag = "\"abc\""
+    #expect(AttachmentService.matches("\"x\", \"abc\"", etag: etag))
+    #expect(AttachmentService.matches("W/\"abc\"", etag: etag))
+    #expect(AttachmentService.matches("*", etag: etag))
+    #expect(!AttachmentService.matches("\"abcd\"", etag: etag))
+  }
+}
+
+@Suite struct AttachmentConfigurationTests {
+  @Test func theAttachmentSettingsLoadFromTheEnvironment() throws {
+    var config = Application.Configuration()
+    try ConfigurationLoader.applyEnvironment(
+      [
+        "ATTACHD_MAX_UPLOAD_BYTES": "1048576", "ATTACHD_MAX_PARTS": "3", "ATTACHD_CACHE_MAX_AGE": "60",
+        "ATTACHD_RETENTION": "86400", "ATTACHD_TENANT_RETENTION": #"{"acme": 3600}"#,
+        "ATTACHD_SWEEP_INTERVAL": "120", "ATTACHD_RATE_LIMIT": "2.5", "ATTACHD_SIGNED_LINK_TTL": "60",
+        "ATTACHD_MAX_EDGE": "1024", "ATTACHD_JPEG_QUALITY": "80",
+      ], to: &config)
+    try config.validate()
+    #expect(config.attachments.maxUploadBytes == 1_048_576)
+    #expect(config.attachments.maxParts == 3)
+    #expect(config.attachments.cacheMaxAge == 60)
+    #expect(config.attachments.tenantRetention == ["acme": 3600])
+    #expect(config.attachments.sweepInterval == 120)
+    #expect(config.limits.rate.requestsPerSecond == 2.5)
+    #expect(config.signing.ttlSeconds == 60)
+    #expect(config.attachments.pipelineConfiguration().maxEdge == 1024)
+    #expect(config.attachments.pipelineConfiguration().limits.maxInputBytes == 1_048_576)
+  }
+
+  @Test func anEmptySigningSecretMeansUnset() throws {
+    var config = Application.Configuration()
+    try ConfigurationLoader.applyEnvironment(["ATTACHD_SIGNING_SECRET": ""], to: &config)
+    #expect(config.signing.secret == nil)
+    try config.validate()
+  }
+
+  @Test func aBadTenantRetentionIsRefusedWithItsVariable() {
+    var config = Application.Configuration()
+    #expect(throws: ConfigurationError.self) {
+      try ConfigurationLoader.applyEnvironment(["ATTACHD_TENANT_RETENTION": #"{"acme": -1}"#], to: &config)
+    }
+  }
+}
