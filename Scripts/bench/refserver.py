@@ -6,6 +6,11 @@ shrink to fit 2048 px, encode JPEG q85 without metadata, write it to a file, fsy
 201 with a small JSON record. The CPU work runs in the thread pool (Pillow releases the GIL
 while it decodes, resizes and encodes), so each uvicorn worker can use more than one core.
 
+Differences from attachd, both in the reference's favour or neutral: it drops an ICC profile
+instead of converting to sRGB, and it does no validation beyond what Pillow does. Against it:
+exif_transpose loads the whole image before thumbnail(), so Pillow's JPEG draft mode
+(shrink-on-load) does not come into play: this is the usual recipe, not a tuned one.
+
 Run: BENCH_KEY=... BENCH_OUT=/some/dir uvicorn refserver:app --workers 2
 """
 
