@@ -146,7 +146,7 @@ struct AttachmentAccessTests {
       s.sendall(('POST /v1/attachments HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer ' + key +
                  '\\r\\nIdempotency-Key: slow-1\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n').encode())
       s.sendall(b'%x\\r\\n' % half + body[:half] + b'\\r\\n')
-      time.sleep(3)
+      time.sleep(5)
       s.sendall(b'%x\\r\\n' % (len(body) - half) + body[half:] + b'\\r\\n0\\r\\n\\r\\n')
       reply = b''
       while b'\\r\\n\\r\\n' not in reply: reply += s.recv(65536)
@@ -159,7 +159,8 @@ struct AttachmentAccessTests {
     let output = Pipe()
     process.standardOutput = output
     try process.run()
-    usleep(1_000_000)
+    let service = try #require(server.app.attachments)
+    #expect(LiveTesting.waitUntil(seconds: 10) { service.metrics.uploadsInFlight.current == 1 })
     let during = try server.upload(file: Self.file, headers: ["Idempotency-Key: slow-1"])
     #expect(during.status == 409 && during.code == "idempotency_in_progress")
     process.waitUntilExit()

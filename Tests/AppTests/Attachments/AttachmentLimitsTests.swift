@@ -41,7 +41,7 @@ struct AttachmentLimitsTests {
     let server = try AttachmentServer { $0.limits.uploads.maxConcurrentUploadsPerKey = 1 }
     defer { server.stop() }
     let service = try #require(server.app.attachments)
-    let client = try Self.slowUpload(server, hold: 2, finish: false)
+    let client = try Self.slowUpload(server, hold: 4, finish: false)
     #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 1 })
     let refused = try server.upload(file: Self.file)
     #expect(refused.status == 429)
