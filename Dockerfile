@@ -3,7 +3,7 @@
 FROM swift:6.3-bookworm AS build
 WORKDIR /src
 COPY Scripts/install-deps Scripts/install-deps
-RUN Scripts/install-deps
+RUN ATTACHD_INSTALL_TEST_DEPS=0 Scripts/install-deps
 COPY Package.swift ./
 COPY Sources Sources
 COPY Tests Tests
