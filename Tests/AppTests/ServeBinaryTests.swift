@@ -83,17 +83,9 @@ import Testing
     throws
   {
     let binary = try #require(Self.binary)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = ["serve", "--port", "0"]
-    process.environment = ["ATTACHD_API_KEYS": "acme"]
-    let errors = Pipe()
-    process.standardError = errors
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 78)
+    let (status, message) = try Self.runToEnd(
+      binary, ["serve", "--port", "0"], environment: ["ATTACHD_API_KEYS": "acme"])
+    #expect(status == 78)
     #expect(message.contains("ATTACHD_API_KEYS: entry 1 is not tenant:key"))
   }
 
@@ -102,17 +94,26 @@ import Testing
     arguments: [["bogus"], ["--bogus"], ["serve", "--bogus"], []])
   func unknownCommandsAndFlagsExit64WithOneLineAndTheUsage(arguments: [String]) throws {
     let binary = try #require(Self.binary)
+    let (status, message) = try Self.runToEnd(binary, arguments)
+    #expect(status == 64)
+    #expect(message.hasPrefix("attachd"))
+    #expect(message.contains("usage: attachd"))
+  }
+
+  /// Runs the binary to its end; its exit status and what it wrote to standard error.
+  static func runToEnd(
+    _ binary: String, _ arguments: [String], environment: [String: String]? = nil
+  ) throws -> (status: Int32, stderr: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: binary)
     process.arguments = arguments
+    if let environment { process.environment = environment }
     let errors = Pipe()
     process.standardError = errors
     process.standardOutput = FileHandle.nullDevice
     try process.run()
     let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    #expect(process.terminationStatus == 64)
-    #expect(message.hasPrefix("attachd"))
-    #expect(message.contains("usage: attachd"))
+    return (process.terminationStatus, message)
   }
 }
