@@ -7,7 +7,9 @@ import Synchronization
 /// of a growing backlog.
 public final class WorkerPool: Sendable {
   private struct State {
-    var queue: [@Sendable () -> Void] = []
+    /// Waiting work from `head` on; a taken slot is cleared at once, so a finished job's
+    /// captures (a whole upload body) are freed when it returns, not at the next compaction.
+    var queue: [(@Sendable () -> Void)?] = []
     var head = 0
     /// Accepted and not yet finished (queued + running).
     var inFlight = 0
@@ -75,6 +77,7 @@ public final class WorkerPool: Sendable {
       let work = state.withLock { state -> (@Sendable () -> Void)? in
         guard state.head < state.queue.count else { return nil }
         let work = state.queue[state.head]
+        state.queue[state.head] = nil
         state.head += 1
         // Compact now and then so the array does not grow without bound.
         if state.head > 64 && state.head * 2 > state.queue.count {
