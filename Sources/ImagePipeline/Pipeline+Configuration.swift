@@ -12,6 +12,9 @@ extension Pipeline {
     public var losslessJPEG = true
     /// The budget decodes reserve their estimated memory from.
     public var memoryBudget: MemoryBudget = .shared
+    /// Whether YCbCr JPEGs are decoded, resized and oriented as planes (see `YCbCrPlanes`);
+    /// false takes the RGB path, which tests keep to compare the two.
+    var planarJPEG = true
 
     public init() {}
 

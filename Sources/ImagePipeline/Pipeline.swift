@@ -26,6 +26,7 @@ public struct Pipeline: Sendable {
     Step(name: "flatten-alpha", afterOutput: false, run: FlattenAlphaStep.run),
     Step(name: "resize", afterOutput: false, run: ResizeStep.run),
     Step(name: "orient", afterOutput: false, run: OrientStep.run),
+    Step(name: "merge-planes", afterOutput: false, run: MergePlanesStep.run),
     Step(name: "colour", afterOutput: false, run: ColourStep.run),
     Step(name: "encode", afterOutput: false, run: EncodeStep.run),
     Step(name: "verify", afterOutput: true, run: VerifyStep.run),

@@ -54,16 +54,15 @@ enum Fixtures {
   /// Peak signal-to-noise ratio in dB between two buffers of the same shape.
   static func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
     precondition(a.width == b.width && a.height == b.height && a.layout == b.layout)
-    var squared = 0.0
-    let rowLength = a.width * a.layout.channels
-    for y in 0..<a.height {
-      for x in 0..<rowLength {
-        let d = Double(a.bytes[y * a.rowBytes + x]) - Double(b.bytes[y * b.rowBytes + x])
-        squared += d * d
-      }
+    return ImageCompare.psnr(tightSamples(a), tightSamples(b))
+  }
+
+  /// The samples of `image` without row padding.
+  static func tightSamples(_ image: PixelBuffer) -> [UInt8] {
+    let rowLength = image.width * image.layout.channels
+    return (0..<image.height).flatMap {
+      image.bytes[($0 * image.rowBytes)..<($0 * image.rowBytes + rowLength)]
     }
-    let mse = squared / Double(rowLength * a.height)
-    return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
   }
 }
 

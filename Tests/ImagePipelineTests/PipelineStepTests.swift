@@ -8,7 +8,7 @@ import Testing
     #expect(
       Pipeline.steps.map(\.name) == [
         "sniff", "header", "lossless-jpeg", "reserve-memory", "decode", "flatten-alpha", "resize", "orient",
-        "colour", "encode", "verify",
+        "merge-planes", "colour", "encode", "verify",
       ])
     #expect(Pipeline.steps.filter(\.afterOutput).map(\.name) == ["verify"])
   }

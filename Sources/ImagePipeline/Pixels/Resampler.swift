@@ -33,7 +33,12 @@ enum Resampler {
   /// pixels) and the result is returned premultiplied, with colour clamped to alpha, so that
   /// `AlphaFlattener` composites it exactly; the pipeline normally flattens before resizing,
   /// so this costs nothing on the usual path.
-  static func resize(_ image: PixelBuffer, width: Int, height: Int) -> PixelBuffer {
+  ///
+  /// `extent`, when given, is how many source samples across and down the destination spans
+  /// (see `LanczosWeights.window`); by default the whole source.
+  static func resize(
+    _ image: PixelBuffer, width: Int, height: Int, extent: (width: Double, height: Double)? = nil
+  ) -> PixelBuffer {
     precondition(width > 0 && height > 0, "resize: empty destination")
     var source = image
     if image.layout == .rgba && !image.premultiplied {
@@ -45,11 +50,18 @@ enum Resampler {
     // far edge.
     let factorX = BoxShrinker.factor(source: source.width, destination: width)
     let factorY = BoxShrinker.factor(source: source.height, destination: height)
+    var extent = extent
     if factorX > 1 || factorY > 1 {
       source = BoxShrinker.shrink(source, factorX: factorX, factorY: factorY)
+      extent = extent.map {
+        (
+          min(Double(source.width), $0.width / Double(factorX)),
+          min(Double(source.height), $0.height / Double(factorY))
+        )
+      }
     }
-    let horizontal = LanczosWeights(source: source.width, destination: width)
-    let vertical = LanczosWeights(source: source.height, destination: height)
+    let horizontal = LanczosWeights.cached(source: source.width, destination: width, extent: extent?.width)
+    let vertical = LanczosWeights.cached(source: source.height, destination: height, extent: extent?.height)
     var output = PixelBuffer(
       width: width, height: height, layout: source.layout,
       bytes: resample(source, horizontal: horizontal, vertical: vertical),

@@ -10,6 +10,14 @@ enum DecodeStep {
       switch header.container {
       case .jpeg(let info):
         // Only a CMYK profile is applied while decoding; RGB and gray ones in the colour step.
+        // Planes pay off when the image is resized; at its own size the RGB path's chroma
+        // upsampling is exact and cheap.
+        if c.configuration.planarJPEG, decodeSize(c) != c.storedOutputSize,
+          let planes = try JPEGCodec.decodePlanes(c.input, scaleToAtLeast: c.storedOutputSize)
+        {
+          c.planes = planes
+          break
+        }
         let cmykProfile = info.components == 4 ? c.iccProfile : nil
         c.pixels = try JPEGCodec.decode(c.input, scaleToAtLeast: c.storedOutputSize, iccProfile: cmykProfile)
         if info.components == 4 { c.iccProfile = nil }
@@ -41,7 +49,7 @@ enum DecodeStep {
       throw PipelineError(error, while: "decoding")
     }
     // The decoded size must be what the headers promised (a lying header must not slip through).
-    if let pixels = c.pixels, !matchesExpected(pixels, c, header) {
+    if let pixels = c.pixels ?? c.planes?.luma, !matchesExpected(pixels, c, header) {
       throw .corrupt(
         "the decoded image (\(pixels.width)x\(pixels.height)) does not match its header (\(header.width)x\(header.height))"
       )

@@ -17,6 +17,8 @@ struct PipelineContext {
   var colourProfileDescription: String?
   var reservation: MemoryBudget.Reservation?
   var pixels: PixelBuffer?
+  /// A YCbCr JPEG's planes, from decoding until `merge-planes` turns them into `pixels`.
+  var planes: YCbCrPlanes?
   /// Set once the output exists; later pixel steps then have nothing to do.
   var output: [UInt8]?
   var losslessTransform = false
