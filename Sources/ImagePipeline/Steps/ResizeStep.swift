@@ -13,9 +13,16 @@ enum ResizeStep {
       // luma; orienting then keeps it aligned and merging needs no padding.
       let chroma = YCbCrPlanes.chromaSize(width: target.width, height: target.height)
       let extent = planes.chromaExtent
-      planes.luma = Resampler.resize(planes.luma, width: target.width, height: target.height)
-      planes.cb = Resampler.resize(planes.cb, width: chroma.width, height: chroma.height, extent: extent)
-      planes.cr = Resampler.resize(planes.cr, width: chroma.width, height: chroma.height, extent: extent)
+      if (planes.width, planes.height) != target {
+        planes.luma = Resampler.resize(planes.luma, width: target.width, height: target.height)
+      }
+      // A plane of the right count whose last sample overhangs still needs remapping.
+      if (planes.cb.width, planes.cb.height) != chroma
+        || extent != (Double(chroma.width), Double(chroma.height))
+      {
+        planes.cb = Resampler.resize(planes.cb, width: chroma.width, height: chroma.height, extent: extent)
+        planes.cr = Resampler.resize(planes.cr, width: chroma.width, height: chroma.height, extent: extent)
+      }
       planes.subsampling = YCbCrPlanes.subsampling(width: target.width, height: target.height)
       c.planes = planes
       return
