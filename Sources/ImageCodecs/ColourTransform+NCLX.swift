@@ -6,28 +6,36 @@ extension ColourTransform {
   /// treat them as such); PQ/HLG (HDR) and unknown code points are left alone with a reason.
   @discardableResult
   public static func toSRGB(_ buffer: inout PixelBuffer, nclx: NCLXColour) -> Outcome {
-    guard buffer.layout != .gray else { return .unchanged(reason: "nclx on gray pixels") }
+    switch transform(nclx: nclx, layout: buffer.layout) {
+    case .success(let transform):
+      transform.apply(&buffer)
+      return .converted
+    case .failure(let reason):
+      return .unchanged(reason: reason.message)
+    }
+  }
+
+  /// The shared transform from `nclx` to sRGB for `layout`, or why the pixels stay as they are.
+  static func transform(nclx: NCLXColour, layout: PixelBuffer.Layout) -> Result<LCMSTransform, CodecError> {
+    func unchanged(_ reason: String) -> Result<LCMSTransform, CodecError> {
+      .failure(CodecError(.unsupported, codec: "nclx", reason))
+    }
+    guard layout != .gray else { return unchanged("nclx on gray pixels") }
     guard let primaries = NCLXPrimaries(nclx.colourPrimaries) else {
-      return .unchanged(reason: "unsupported nclx primaries \(nclx.colourPrimaries)")
+      return unchanged("unsupported nclx primaries \(nclx.colourPrimaries)")
     }
     guard let transfer = NCLXTransfer(nclx.transferCharacteristics) else {
-      return .unchanged(reason: "unsupported nclx transfer \(nclx.transferCharacteristics)")
+      return unchanged("unsupported nclx transfer \(nclx.transferCharacteristics)")
     }
     if primaries == .bt709, transfer != .gamma22, transfer != .gamma28, transfer != .linear {
-      return .unchanged(reason: "nclx is sRGB-like")
+      return unchanged("nclx is sRGB-like")
     }
     // The key is not an ICC profile (those are ≥ 132 bytes), so the two never collide in the cache.
     let tag = [UInt8(ascii: "n"), UInt8(ascii: "c"), UInt8(ascii: "l"), UInt8(ascii: "x")]
     let key = TransformKey(
-      profile: tag + [UInt8(primaries.rawValue), UInt8(transfer.rawValue)], layout: buffer.layout,
+      profile: tag + [UInt8(primaries.rawValue), UInt8(transfer.rawValue)], layout: layout,
       intent: .perceptual, inverted: false)
-    switch cachedTransform(key, build: { profile(primaries, transfer) }) {
-    case .success(let transform):
-      transform.apply(&buffer)
-      return .converted
-    case .failure(let error):
-      return .unchanged(reason: error.message)
-    }
+    return cachedTransform(key, build: { profile(primaries, transfer) })
   }
 
   /// An lcms RGB profile for nclx primaries and transfer.
