@@ -41,12 +41,23 @@ extension ColourTransform {
   /// An lcms RGB profile for nclx primaries and transfer.
   private static func profile(_ primaries: NCLXPrimaries, _ transfer: NCLXTransfer) -> LCMSProfile? {
     let (p, white) = primaries.chromaticities
+    let (type, params) = transfer.parametricCurve
+    return LCMSProfile.rgb(primaries: p, white: white, curveType: type, curveParameters: params)
+  }
+}
+
+extension LCMSProfile {
+  /// An RGB matrix-shaper profile from chromaticities (R x, R y, G x, G y, B x, B y), a white
+  /// point (x, y) and one lcms parametric tone curve for all three channels.
+  static func rgb(
+    primaries p: [Double], white: (Double, Double), curveType: Int32, curveParameters: [Double]
+  ) -> LCMSProfile? {
     var whitePoint = cmsCIExyY(x: white.0, y: white.1, Y: 1)
     var triple = cmsCIExyYTRIPLE(
       Red: cmsCIExyY(x: p[0], y: p[1], Y: 1), Green: cmsCIExyY(x: p[2], y: p[3], Y: 1),
       Blue: cmsCIExyY(x: p[4], y: p[5], Y: 1))
-    var (type, params) = transfer.parametricCurve
-    guard let curve = cmsBuildParametricToneCurve(nil, type, &params) else { return nil }
+    var params = curveParameters
+    guard let curve = cmsBuildParametricToneCurve(nil, curveType, &params) else { return nil }
     defer { cmsFreeToneCurve(curve) }
     var curves: [OpaquePointer?] = [curve, curve, curve]
     return LCMSProfile(owning: cmsCreateRGBProfile(&whitePoint, &triple, &curves))
