@@ -33,7 +33,8 @@ final class MatrixShaperTransform: Sendable {
     // Source RGB → XYZ (D50) → target RGB, both linear.
     let matrix = Self.multiply(targetInverse, sourceMatrix)
     // A sum's magnitude is at most the row's absolute sum times 2^29; keep it well inside Int32.
-    for row in 0..<3 where (0..<3).reduce(0.0, { $0 + abs(matrix[row * 3 + $1]) }) >= 3.9 {
+    // (Written so that a NaN from a hostile profile fails too.)
+    for row in 0..<3 where !((0..<3).reduce(0.0, { $0 + abs(matrix[row * 3 + $1]) }) < 3.9) {
       return nil
     }
 
@@ -42,7 +43,9 @@ final class MatrixShaperTransform: Sendable {
     for channel in 0..<3 {
       for value in 0..<256 {
         // lcms clamps curve outputs to 0…1 in its 8/16-bit pipelines; so does this.
-        let light = min(max(Double(cmsEvalToneCurveFloat(sourceCurves[channel], Float(value) / 255)), 0), 1)
+        let evaluated = Double(cmsEvalToneCurveFloat(sourceCurves[channel], Float(value) / 255))
+        guard evaluated.isFinite else { return nil }
+        let light = min(max(evaluated, 0), 1)
         for row in 0..<3 {
           let product = Int32((matrix[row * 3 + channel] * light * Self.productOne).rounded())
           products[(channel * 256 + value) * 4 + row] = channel == 0 ? product &+ half : product
@@ -71,7 +74,7 @@ final class MatrixShaperTransform: Sendable {
     encode = (lowest...max(highest, Self.outputOne)).map { index in
       let light = Float(Double(min(max(index, 0), Self.outputOne)) / Double(Self.outputOne))
       let value = Double(cmsEvalToneCurveFloat(reversed, light))
-      return UInt8((min(max(value, 0), 1) * 255).rounded())
+      return value.isFinite ? UInt8((min(max(value, 0), 1) * 255).rounded()) : 0
     }
   }
 
@@ -119,11 +122,19 @@ final class MatrixShaperTransform: Sendable {
     }
   }
 
-  /// The red, green and blue TRC tags (owned by the profile), or nil when it is not matrix-shaper RGB.
+  /// The red, green and blue TRC tags (owned by the profile), or nil when lcms would not use the
+  /// profile as a plain RGB matrix-shaper.
   private static func curves(_ profile: LCMSProfile) -> [OpaquePointer]? {
-    guard cmsGetColorSpace(profile.raw) == cmsSigRgbData, cmsIsMatrixShaper(profile.raw) != 0 else {
-      return nil
-    }
+    let classes = [cmsSigDisplayClass, cmsSigInputClass, cmsSigOutputClass, cmsSigColorSpaceClass]
+    guard cmsGetColorSpace(profile.raw) == cmsSigRgbData, cmsIsMatrixShaper(profile.raw) != 0,
+      classes.contains(cmsGetDeviceClass(profile.raw))
+    else { return nil }
+    // lcms prefers any AToB/DToB (LUT) tag over the matrix and curves, whatever the intent asked.
+    let lutTags = [
+      cmsSigAToB0Tag, cmsSigAToB1Tag, cmsSigAToB2Tag, cmsSigDToB0Tag, cmsSigDToB1Tag, cmsSigDToB2Tag,
+      cmsSigBToA0Tag, cmsSigBToA1Tag, cmsSigBToA2Tag, cmsSigBToD0Tag, cmsSigBToD1Tag, cmsSigBToD2Tag,
+    ]
+    guard !lutTags.contains(where: { cmsIsTag(profile.raw, $0) != 0 }) else { return nil }
     var curves: [OpaquePointer] = []
     for tag in [cmsSigRedTRCTag, cmsSigGreenTRCTag, cmsSigBlueTRCTag] {
       guard let curve = cmsReadTag(profile.raw, tag) else { return nil }

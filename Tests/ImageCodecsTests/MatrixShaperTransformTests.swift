@@ -97,6 +97,8 @@ struct MatrixShaperTransformTests {
     "heic-iphonexs-irot-exif6-gps.heic", "avif-iphone-gps-p3.avif", "png-icc-display-p3.png",
     "jpeg-icc-p3-d65.jpg",
     "jpeg-icc-adobe-rgb-1998.jpg", "jpeg-icc-rgb-to-gbr-swap.jpg", "jpeg-pixel6-ultrahdr-gps-truncated.jpg",
+    "avif-10bit-icc.avif", "heic-iphone13pro-grid-depth-gps.heic", "heic-samsung-200mp-irot.heic",
+    "webp-lossy-icc-exif-xmp.webp", "jpeg-12bit-precision.jpg",
   ])
   func corpusProfilesMatchLCMSWithinOneLevel(_ name: String) throws {
     let profile = try #require(LCMSProfile(try Self.iccProfile(name)))
@@ -184,6 +186,47 @@ struct MatrixShaperTransformTests {
     let key = TransformKey.cmyk(profile: [], inverted: false)
     #expect(try #require(LCMSTransform(from: cmyk, key: key)).fastPath == nil)
     #expect(MatrixShaperTransform(source: cmyk, target: try #require(LCMSProfile.sRGB())) == nil)
+  }
+
+  /// The tag `signature`'s data in an ICC profile.
+  static func tag(_ signature: String, in profile: [UInt8]) -> [UInt8]? {
+    func u32(_ at: Int) -> Int { profile[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+    for entry in 0..<u32(128) {
+      let at = 132 + entry * 12
+      if profile[at..<at + 4].elementsEqual(signature.utf8) {
+        return Array(profile[u32(at + 4)..<u32(at + 4) + u32(at + 8)])
+      }
+    }
+    return nil
+  }
+
+  /// `profile` with one more tag appended (the tag table grows by one entry, data moves by 12).
+  static func adding(_ signature: String, _ data: [UInt8], to profile: [UInt8]) -> [UInt8] {
+    func be(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
+    func u32(_ at: Int) -> Int { profile[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+    let count = u32(128)
+    var entries: [UInt8] = []
+    for entry in 0..<count {
+      let at = 132 + entry * 12
+      entries += profile[at..<at + 4] + be(u32(at + 4) + 12) + be(u32(at + 8))
+    }
+    var body = Array(profile[(132 + count * 12)...])
+    body += [UInt8](repeating: 0, count: (4 - (profile.count + 12) % 4) % 4)
+    entries += Array(signature.utf8) + be(132 + (count + 1) * 12 + body.count) + be(data.count)
+    let total = 132 + (count + 1) * 12 + body.count + data.count
+    return be(total) + profile[4..<128] + be(count + 1) + entries + body + data
+  }
+
+  @Test func matrixShaperWithALUTTagStaysOnLCMS() throws {
+    // lcms uses an AToB0 LUT over the matrix and curves when a profile has both; so must we.
+    let p3 = try Self.iccProfile("heic-iphonexs-irot-exif6-gps.heic")
+    let lutProfile = try Self.iccProfile("jpeg-progressive-multichunk-icc.jpg")
+    let lut = try #require(Self.tag("A2B0", in: lutProfile))
+    let both = try #require(LCMSProfile(Self.adding("A2B0", lut, to: p3)))
+    let plain = try #require(LCMSProfile(Self.adding("zzzz", [0, 0, 0, 0], to: p3)))
+    #expect(try Self.transform(plain).fastPath != nil)
+    #expect(try Self.transform(both).fastPath == nil)
+    #expect(try Self.transform(try #require(LCMSProfile(lutProfile))).fastPath == nil)
   }
 
   @Test func publicConversionUsesTheFastPathForDisplayP3() throws {
