@@ -6,39 +6,58 @@ extension ColourTransform {
   /// treat them as such); PQ/HLG (HDR) and unknown code points are left alone with a reason.
   @discardableResult
   public static func toSRGB(_ buffer: inout PixelBuffer, nclx: NCLXColour) -> Outcome {
-    guard buffer.layout != .gray else { return .unchanged(reason: "nclx on gray pixels") }
+    switch transform(nclx: nclx, layout: buffer.layout) {
+    case .success(let transform):
+      transform.apply(&buffer)
+      return .converted
+    case .failure(let reason):
+      return .unchanged(reason: reason.message)
+    }
+  }
+
+  /// The shared transform from `nclx` to sRGB for `layout`, or why the pixels stay as they are.
+  static func transform(nclx: NCLXColour, layout: PixelBuffer.Layout) -> Result<LCMSTransform, CodecError> {
+    func unchanged(_ reason: String) -> Result<LCMSTransform, CodecError> {
+      .failure(CodecError(.unsupported, codec: "nclx", reason))
+    }
+    guard layout != .gray else { return unchanged("nclx on gray pixels") }
     guard let primaries = NCLXPrimaries(nclx.colourPrimaries) else {
-      return .unchanged(reason: "unsupported nclx primaries \(nclx.colourPrimaries)")
+      return unchanged("unsupported nclx primaries \(nclx.colourPrimaries)")
     }
     guard let transfer = NCLXTransfer(nclx.transferCharacteristics) else {
-      return .unchanged(reason: "unsupported nclx transfer \(nclx.transferCharacteristics)")
+      return unchanged("unsupported nclx transfer \(nclx.transferCharacteristics)")
     }
     if primaries == .bt709, transfer != .gamma22, transfer != .gamma28, transfer != .linear {
-      return .unchanged(reason: "nclx is sRGB-like")
+      return unchanged("nclx is sRGB-like")
     }
     // The key is not an ICC profile (those are ≥ 132 bytes), so the two never collide in the cache.
     let tag = [UInt8(ascii: "n"), UInt8(ascii: "c"), UInt8(ascii: "l"), UInt8(ascii: "x")]
     let key = TransformKey(
-      profile: tag + [UInt8(primaries.rawValue), UInt8(transfer.rawValue)], layout: buffer.layout,
+      profile: tag + [UInt8(primaries.rawValue), UInt8(transfer.rawValue)], layout: layout,
       intent: .perceptual, inverted: false)
-    switch cachedTransform(key, build: { profile(primaries, transfer) }) {
-    case .success(let transform):
-      transform.apply(&buffer)
-      return .converted
-    case .failure(let error):
-      return .unchanged(reason: error.message)
-    }
+    return cachedTransform(key, build: { profile(primaries, transfer) })
   }
 
   /// An lcms RGB profile for nclx primaries and transfer.
   private static func profile(_ primaries: NCLXPrimaries, _ transfer: NCLXTransfer) -> LCMSProfile? {
     let (p, white) = primaries.chromaticities
+    let (type, params) = transfer.parametricCurve
+    return LCMSProfile.rgb(primaries: p, white: white, curveType: type, curveParameters: params)
+  }
+}
+
+extension LCMSProfile {
+  /// An RGB matrix-shaper profile from chromaticities (R x, R y, G x, G y, B x, B y), a white
+  /// point (x, y) and one lcms parametric tone curve for all three channels.
+  static func rgb(
+    primaries p: [Double], white: (Double, Double), curveType: Int32, curveParameters: [Double]
+  ) -> LCMSProfile? {
     var whitePoint = cmsCIExyY(x: white.0, y: white.1, Y: 1)
     var triple = cmsCIExyYTRIPLE(
       Red: cmsCIExyY(x: p[0], y: p[1], Y: 1), Green: cmsCIExyY(x: p[2], y: p[3], Y: 1),
       Blue: cmsCIExyY(x: p[4], y: p[5], Y: 1))
-    var (type, params) = transfer.parametricCurve
-    guard let curve = cmsBuildParametricToneCurve(nil, type, &params) else { return nil }
+    var params = curveParameters
+    guard let curve = cmsBuildParametricToneCurve(nil, curveType, &params) else { return nil }
     defer { cmsFreeToneCurve(curve) }
     var curves: [OpaquePointer?] = [curve, curve, curve]
     return LCMSProfile(owning: cmsCreateRGBProfile(&whitePoint, &triple, &curves))

@@ -11,6 +11,8 @@ import Synchronization
 /// carried through untouched, so convert straight (not premultiplied) alpha, or flatten first.
 /// Transforms are built once per (profile, format) and cached; they are created with
 /// `cmsFLAGS_NOCACHE`, which makes one transform safe to use from several threads at once.
+/// 8-bit RGB(A) from an RGB matrix-shaper profile (Display P3, Adobe RGB, every nclx) skips lcms's
+/// per-pixel path for `MatrixShaperTransform` (~4× faster, within one level of lcms).
 public enum ColourTransform {
   /// How input colours are mapped into sRGB.
   public enum Intent: Sendable {
@@ -160,6 +162,8 @@ final class LCMSTransform: @unchecked Sendable {
   let raw: UnsafeMutableRawPointer
   let inputChannels: Int
   let outputChannels: Int
+  /// The fixed-point shortcut for RGB(A) matrix-shaper sources, used instead of lcms when present.
+  let fastPath: MatrixShaperTransform?
 
   init?(from source: LCMSProfile, key: TransformKey) {
     let layout = key.layout
@@ -183,12 +187,23 @@ final class LCMSTransform: @unchecked Sendable {
     self.raw = raw
     self.inputChannels = key.cmyk ? 4 : layout.channels
     self.outputChannels = layout.channels
+    self.fastPath = key.cmyk || layout == .gray ? nil : MatrixShaperTransform(source: source, target: target)
   }
 
   deinit { cmsDeleteTransform(raw) }
 
   /// Converts every row of `buffer` in place (same input and output size).
   func apply(_ buffer: inout PixelBuffer) {
+    precondition(inputChannels == outputChannels && buffer.layout.channels == outputChannels)
+    if let fastPath {
+      fastPath.apply(&buffer)
+    } else {
+      applyWithLCMS(&buffer)
+    }
+  }
+
+  /// `apply(_:)` through lcms itself, also where the fast path exists (the tests' reference).
+  func applyWithLCMS(_ buffer: inout PixelBuffer) {
     precondition(inputChannels == outputChannels && buffer.layout.channels == outputChannels)
     let (width, height, stride) = (buffer.width, buffer.height, buffer.rowBytes)
     buffer.bytes.withUnsafeMutableBytes { bytes in
