@@ -1,6 +1,7 @@
 #ifndef CLINUX_SHIM_H
 #define CLINUX_SHIM_H
-// Linux-only socket APIs the Swift Glibc module does not export (epoll, eventfd, sendfile).
+// Linux-only APIs the Swift Glibc module does not export (epoll, eventfd, sendfile, mallopt).
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/sendfile.h>

@@ -9,6 +9,7 @@ enum ServeCommand {
   static let exitConfig: Int32 = 78
 
   static func run(_ arguments: [String]) -> Int32 {
+    MallocTuning.keepFreedBuffersForReuse()
     let options: ServeOptions
     do {
       options = try ServeOptions.parse(arguments)
