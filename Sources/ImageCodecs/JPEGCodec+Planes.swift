@@ -24,9 +24,15 @@ extension JPEGCodec {
         component == 0
           ? (size.width, size.height, rowBytes, rows) : (rowBytes, rows, rowBytes, rows))
     }
-    var y = [UInt8](repeating: 0, count: planes[0].rowBytes * planes[0].rows)
-    var cb = [UInt8](repeating: 0, count: planes[1].rowBytes * planes[1].rows)
-    var cr = [UInt8](repeating: 0, count: planes[2].rowBytes * planes[2].rows)
+    // TurboJPEG writes every byte of each padded plane (whole MCU rows), so they are not zeroed
+    // first; a failed decode throws and its planes are dropped unread.
+    func plane(_ index: Int) -> [UInt8] {
+      let count = planes[index].rowBytes * planes[index].rows
+      return [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
+    }
+    var y = plane(0)
+    var cb = plane(1)
+    var cr = plane(2)
     let handle = try TJHandle(decompress: ())
     defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     var strides = planes.map { Int32($0.rowBytes) }
