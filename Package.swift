@@ -33,10 +33,12 @@ let package = Package(
     .target(name: "HTTP"),
     // Sockets: epoll event loop, connections, worker pool, graceful shutdown.
     .target(name: "Server", dependencies: ["HTTP", "CLinux"]),
-    // The only code that touches the C image libraries.
+    // The only code that touches the C image libraries. Optimised even in debug builds, like
+    // ImagePipeline: its colour conversion loop is vector code, ~40x slower unoptimised.
     .target(
       name: "ImageCodecs",
-      dependencies: ["CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2"]),
+      dependencies: ["CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2"],
+      swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // Pure Swift steps: sniff, limits, container parsers, orient, resize, verify.
     // Optimised even in debug builds: the pixel loops (resize, rotate, flatten) are ~50x slower
     // unoptimised, which would put a single corpus photo over a minute in `swift test`.
