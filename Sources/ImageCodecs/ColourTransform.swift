@@ -1,5 +1,4 @@
 private import CLCMS2
-import Synchronization
 
 /// Converts decoded pixels to sRGB with lcms2, from an embedded ICC profile or a HEIF nclx box.
 ///
@@ -58,7 +57,7 @@ public enum ColourTransform {
   static func cachedTransform(
     _ key: TransformKey, build: () -> LCMSProfile?
   ) -> Result<LCMSTransform, CodecError> {
-    if let hit = cache.withLock({ $0[key] }) { return .success(hit) }
+    if let hit = cache.value(for: key) { return .success(hit) }
     guard let source = build() else {
       return .failure(CodecError(.corrupt, codec: "lcms", "unreadable ICC profile"))
     }
@@ -74,15 +73,12 @@ public enum ColourTransform {
     guard let transform = LCMSTransform(from: source, key: key) else {
       return .failure(CodecError(.unsupported, codec: "lcms", "cannot build a transform"))
     }
-    cache.withLock { entries in
-      // A small bound: real traffic has a handful of distinct profiles (Display P3, Adobe RGB …).
-      if entries.count >= 64 { entries.removeAll() }
-      entries[key] = transform
-    }
+    cache.store(transform, for: key)
     return .success(transform)
   }
 
-  private static let cache = Mutex<[TransformKey: LCMSTransform]>([:])
+  // Real traffic has a handful of distinct profiles (Display P3, Adobe RGB …).
+  private static let cache = SharedCache<TransformKey, LCMSTransform>(limit: 64)
 }
 
 /// Identifies one cached transform: the source profile's bytes (or an nclx encoding) and formats.

@@ -49,7 +49,8 @@ public struct YCbCrPlanes: Sendable {
   /// halved exactly: its last chroma sample would hang over the edge, and a mirror or a half
   /// turn would then shift the chroma by a pixel against the luma.
   public static func chromaSize(width: Int, height: Int) -> (width: Int, height: Int) {
-    (width % 2 == 0 ? width / 2 : width, height % 2 == 0 ? height / 2 : height)
+    let factors = subsampling(width: width, height: height)
+    return (width / factors.horizontal, height / factors.vertical)
   }
 
   /// The subsampling `chromaSize` gives: 2 on each even side, 1 on each odd one.

@@ -1,4 +1,5 @@
 import ImageCodecs
+import TestSupport
 
 @testable import ImagePipeline
 
@@ -59,36 +60,15 @@ enum Fixtures {
   static func png(_ image: PixelBuffer, orientation: Int? = nil, extraChunks: [(String, [UInt8])] = [])
     -> [UInt8]
   {
-    var raw: [UInt8] = []
-    for y in 0..<image.height {
-      raw.append(0)
-      let start = y * image.rowBytes
-      raw.append(contentsOf: image.bytes[start..<(start + image.width * image.layout.channels)])
+    let rowLength = image.width * image.layout.channels
+    let pixels = (0..<image.height).flatMap {
+      image.bytes[($0 * image.rowBytes)..<($0 * image.rowBytes + rowLength)]
     }
-    var zlib: [UInt8] = [0x78, 0x01]
-    var offset = 0
-    repeat {
-      let n = min(65_535, raw.count - offset)
-      let final: UInt8 = offset + n == raw.count ? 1 : 0
-      zlib += [final, UInt8(n & 0xFF), UInt8(n >> 8), UInt8(~n & 0xFF), UInt8((~n >> 8) & 0xFF)]
-      zlib += raw[offset..<(offset + n)]
-      offset += n
-    } while offset < raw.count
-    var a: UInt32 = 1
-    var b: UInt32 = 0
-    for byte in raw {
-      a = (a + UInt32(byte)) % 65_521
-      b = (b + a) % 65_521
-    }
-    zlib += be32(b << 16 | a)
     let colourType: UInt8 = image.layout == .rgba ? 6 : image.layout == .gray ? 0 : 2
-    var out = PNGChunkWalker.signature
-    out += chunk("IHDR", be32(UInt32(image.width)) + be32(UInt32(image.height)) + [8, colourType, 0, 0, 0])
-    if let orientation { out += chunk("eXIf", exifTIFF(orientation: orientation)) }
-    for (type, data) in extraChunks { out += chunk(type, data) }
-    out += chunk("IDAT", zlib)
-    out += chunk("IEND", [])
-    return out
+    let exif = orientation.map { [("eXIf", exifTIFF(orientation: $0))] } ?? []
+    return PNGWriter.png(
+      width: image.width, height: image.height, colourType: colourType, pixels: pixels,
+      extraChunks: exif + extraChunks)
   }
 
   static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import ImageCodecs
 
 /// Fixed-point Lanczos-3 weights for resampling one axis from `source` to `destination` samples:
 /// for each destination index, the first source index, the tap count and the taps.
@@ -99,21 +99,18 @@ struct LanczosWeights: Sendable {
   /// over and over, and building a table costs as much as a tenth of resizing a 12 MP photo.
   static func cached(source: Int, destination: Int, extent: Double? = nil) -> LanczosWeights {
     let key = CacheKey(source: source, destination: destination, extent: extent)
-    if let hit = cache.withLock({ $0[key] }) { return hit }
+    if let hit = cache.value(for: key) { return hit }
     let built = LanczosWeights(source: source, destination: destination, extent: extent)
-    cache.withLock { entries in
-      // A small bound: each table is at most a few hundred KiB.
-      if entries.count >= 64 { entries.removeAll() }
-      entries[key] = built
-    }
+    cache.store(built, for: key)
     return built
   }
 
-  private struct CacheKey: Hashable {
+  private struct CacheKey: Hashable, Sendable {
     var source: Int
     var destination: Int
     var extent: Double?
   }
 
-  private static let cache = Mutex<[CacheKey: LanczosWeights]>([:])
+  // Each table is at most a few hundred KiB.
+  private static let cache = SharedCache<CacheKey, LanczosWeights>(limit: 64)
 }

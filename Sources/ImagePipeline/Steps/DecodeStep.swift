@@ -9,7 +9,6 @@ enum DecodeStep {
     do {
       switch header.container {
       case .jpeg(let info):
-        // Only a CMYK profile is applied while decoding; RGB and gray ones in the colour step.
         // Planes pay off when the image is resized; at its own size the RGB path's chroma
         // upsampling is exact and cheap.
         if c.configuration.planarJPEG, decodeSize(c) != c.storedOutputSize,
@@ -18,6 +17,7 @@ enum DecodeStep {
           c.planes = planes
           break
         }
+        // Only a CMYK profile is applied while decoding; RGB and gray ones in the colour step.
         let cmykProfile = info.components == 4 ? c.iccProfile : nil
         c.pixels = try JPEGCodec.decode(c.input, scaleToAtLeast: c.storedOutputSize, iccProfile: cmykProfile)
         if info.components == 4 { c.iccProfile = nil }

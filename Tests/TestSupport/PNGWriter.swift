@@ -1,10 +1,10 @@
 /// Writes minimal PNGs in test code: stored (uncompressed) deflate blocks, so no zlib is needed.
 /// Fixtures made this way state exactly what they hold.
-enum PNGWriter {
+public enum PNGWriter {
   /// An 8- or 16-bit PNG of `colourType` (0 gray, 2 RGB, 6 RGBA) from tightly packed rows
   /// (16-bit samples big-endian).
   /// `idatLimit` cuts the zlib stream to that many bytes (a damaged file with a valid structure).
-  static func png(
+  public static func png(
     width: Int, height: Int, colourType: UInt8, pixels: [UInt8], bitDepth: UInt8 = 8,
     extraChunks: [(String, [UInt8])] = [], idatLimit: Int? = nil
   ) -> [UInt8] {
@@ -34,16 +34,16 @@ enum PNGWriter {
     return out
   }
 
-  static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+  public static func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
     let typed = Array(type.utf8) + data
     return bigEndian(UInt32(data.count)) + typed + bigEndian(crc32(typed))
   }
 
-  static func bigEndian(_ v: UInt32) -> [UInt8] {
+  public static func bigEndian(_ v: UInt32) -> [UInt8] {
     [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
   }
 
-  static func adler32(_ data: [UInt8]) -> UInt32 {
+  public static func adler32(_ data: [UInt8]) -> UInt32 {
     var (a, b): (UInt32, UInt32) = (1, 0)
     for byte in data {
       a = (a + UInt32(byte)) % 65_521
@@ -52,7 +52,7 @@ enum PNGWriter {
     return b << 16 | a
   }
 
-  static func crc32(_ data: [UInt8]) -> UInt32 {
+  public static func crc32(_ data: [UInt8]) -> UInt32 {
     var crc: UInt32 = 0xFFFF_FFFF
     for byte in data {
       crc ^= UInt32(byte)
