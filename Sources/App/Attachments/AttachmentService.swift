@@ -50,10 +50,14 @@ public final class AttachmentService: Sendable {
     case .failure(let error): return .respond(problem(error, context))
     case .success(let p): principal = p
     }
-    let idempotencyKey = head.headers.first(name: "Idempotency-Key")
-    if let idempotencyKey, !(1...255).contains(idempotencyKey.utf8.count) {
+    let sentKey = head.headers.first(name: "Idempotency-Key")
+    if let sentKey, !(1...255).contains(sentKey.utf8.count) {
       return .respond(problem(AppError.invalidIdempotencyKey, context))
     }
+    // A token user's keys are their own: two users of one tenant sending the same key must
+    // never get each other's answer. Neither a header value nor a `sub` holds a line break,
+    // so `user \n key` cannot meet a tenant key's plain one.
+    let idempotencyKey = sentKey.map { key in principal.user.map { $0 + "\n" + key } ?? key }
     var boundary: String?
     if let type = head.headers.first(name: "Content-Type"), type.lowercased().hasPrefix("multipart/") {
       guard let found = MultipartParser.boundary(fromContentType: type) else {

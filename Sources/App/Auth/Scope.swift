@@ -59,11 +59,8 @@ public struct Principal: Sendable, Equatable {
   /// Whether the key or token carries `scope` (a missing scope is a 403, not a 401).
   public func has(_ scope: Scope) -> Bool { scopes.contains(scope) }
 
-  /// Whether this principal may see an attachment owned by `owner` (nil: uploaded with an API
-  /// key). API keys see the whole tenant; a token sees only its own user's attachments.
-  public func mayAccess(owner: String?) -> Bool { user == nil || user == owner }
-
-  /// Whose attachments this principal sees in storage terms.
+  /// Whose attachments this principal sees: API keys the whole tenant, a token only its own
+  /// user's (`Viewer.sees`).
   public var viewer: Viewer { user.map(Viewer.user) ?? .tenant }
 
   /// What rate limits and upload caps count under: the key for an API key, the (tenant, user)

@@ -248,4 +248,55 @@ struct UploadTokenTests {
     #expect(
       (try JSONSerialization.jsonObject(with: body) as? [String: Any])?["code"] as? String == "token_expired")
   }
+
+  @Test func idempotencyKeysArePerUserAndNoLogLineHoldsATokenItsUserOrASecret() throws {
+    let backend = try TokenBackend()
+    let accessPath = backend.directory + "/access.log"
+    let eventPath = backend.directory + "/events.log"
+    let accessLog = AccessLog(sink: try LogSink(appendingTo: accessPath))
+    let eventLog = EventLog(sink: try LogSink(appendingTo: eventPath))
+    let server = try AttachmentServer(accessLog: accessLog, eventLog: eventLog) {
+      $0.auth.tokens.keys = backend.tokenKeys
+    }
+    let image = try TokenBackend.smallPNG(in: backend.directory)
+    let tokens = try backend.mint([
+      TokenBackend.acme("alice@example.com"), TokenBackend.acme("bob@example.com"),
+      TokenBackend.acme("alice@example.com", extra: ["iat": -900, "exp": -120]),
+      TokenBackend.Spec(
+        alg: "HS256", key: "hs",
+        claims: ["iss": "gamma-backend", "sub": "carol@example.com", "scope": "upload", "iat": 0, "exp": 300]),
+    ])
+    let key = "Idempotency-Key: photo-1"
+    let alice = try server.curl(
+      "/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[0]), "-H", key])
+    let bob = try server.curl(
+      "/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[1]), "-H", key])
+    let again = try server.curl(
+      "/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[0]), "-H", key])
+    #expect(alice.status == 201 && bob.status == 201 && again.status == 201)
+    #expect(bob.headers["idempotent-replayed"] == nil && bob.json?["owner"] as? String == "bob@example.com")
+    #expect(bob.json?["id"] as? String != alice.json?["id"] as? String)
+    #expect(again.headers["idempotent-replayed"] == "true" && again.body == alice.body)
+    #expect(
+      try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[2])]).status
+        == 401)
+    #expect(
+      try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[3])]).status
+        == 201)
+    #expect(
+      try server.curl("/v1/attachments", ["--data-binary", "not an image", "-H", Self.bearer(tokens[0])])
+        .status == 415)
+    server.stop()
+    accessLog.flush()
+    eventLog.flush()
+    let logs =
+      (try String(contentsOfFile: accessPath, encoding: .utf8))
+      + (try String(contentsOfFile: eventPath, encoding: .utf8))
+    #expect(logs.split(separator: "\n").count >= 6)
+    let claimSegments = tokens.map { String($0.split(separator: ".")[1]) }
+    let users = ["alice@example.com", "bob@example.com", "carol@example.com"]
+    for secret in tokens + claimSegments + users + [backend.secret] {
+      #expect(!logs.contains(secret))
+    }
+  }
 }
