@@ -16,7 +16,7 @@ enum TokenJSON: Equatable {
   case array([TokenJSON])
   case object([String: TokenJSON])
 
-  /// Deepest nesting accepted (claims are flat; custom claims may nest a little).
+  /// Most containers nested in one another (claims are flat; custom claims may nest a little).
   static let maximumDepth = 8
 
   /// Parses one JSON text; nil when it is not strictly valid.
@@ -25,16 +25,6 @@ enum TokenJSON: Equatable {
     guard let value = reader.value(depth: 0) else { return nil }
     reader.skipSpace()
     return reader.position == bytes.count ? value : nil
-  }
-
-  /// The value as an exact integer (an integral `number` too, as some libraries write `1.7e9`).
-  var integerValue: Int? {
-    switch self {
-    case .integer(let value): value
-    case .number(let value):
-      value.isFinite && value == value.rounded() && abs(value) < 9.0e15 ? Int(value) : nil
-    default: nil
-    }
   }
 
   /// A number (NumericDate, RFC 7519 §2) rounded down to whole seconds.
@@ -68,12 +58,12 @@ enum TokenJSON: Equatable {
     }
 
     mutating func value(depth: Int) -> TokenJSON? {
-      guard depth <= TokenJSON.maximumDepth else { return nil }
       skipSpace()
       guard position < bytes.count else { return nil }
       switch bytes[position] {
-      case UInt8(ascii: "{"): return object(depth: depth)
-      case UInt8(ascii: "["): return array(depth: depth)
+      // `depth` counts the containers around this value: at most `maximumDepth` may nest.
+      case UInt8(ascii: "{"): return depth < TokenJSON.maximumDepth ? object(depth: depth) : nil
+      case UInt8(ascii: "["): return depth < TokenJSON.maximumDepth ? array(depth: depth) : nil
       case UInt8(ascii: "\""): return string().map(TokenJSON.string)
       case UInt8(ascii: "t"): return consume("true") ? .bool(true) : nil
       case UInt8(ascii: "f"): return consume("false") ? .bool(false) : nil

@@ -254,6 +254,29 @@ import Testing
     #expect(refusal(String(repeating: "a", count: 5000) + ".b.c") == .malformed)
   }
 
+  // MARK: - Strict JSON
+
+  @Test func theStrictJSONReaderTakesValidJSONAndNothingElse() {
+    #expect(
+      TokenJSON.parse(Array(#" {"a":"\ud83d\ude00\n","b":[1,-0.5e2,true,null],"c":{}} "#.utf8))
+        == .object([
+          "a": .string("😀\n"), "b": .array([.integer(1), .number(-50), .bool(true), .null]),
+          "c": .object([:]),
+        ]))
+    #expect(TokenJSON.parse(Array(#"{"exp":1.8e9}"#.utf8)) == .object(["exp": .number(1.8e9)]))
+    let deep = String(repeating: "[", count: 9) + String(repeating: "]", count: 9)
+    let deepEnough = String(repeating: "[", count: 8) + "1" + String(repeating: "]", count: 8)
+    #expect(TokenJSON.parse(Array(deep.utf8)) == nil)
+    #expect(TokenJSON.parse(Array(deepEnough.utf8)) != nil)
+    for bad in [
+      #"{"a":1,"a":1}"#, #"{"a":"\udc00"}"#, #"{"a":"\ud800x"}"#, #"{"a":-}"#, #"{"a":1.}"#, #"{"a":.5}"#,
+      #"{"a":1e}"#, #"{"a":tru}"#, #"{'a':1}"#, #"{"a":1,}"#, #"[1,]"#, #"{"a" 1}"#, "", "{} {}",
+    ] {
+      #expect(TokenJSON.parse(Array(bad.utf8)) == nil, "\(bad)")
+    }
+    #expect(TokenJSON.parse([0x22, 0xFF, 0x22]) == nil)  // invalid UTF-8 inside a string
+  }
+
   // MARK: - Tokens and keys apart
 
   @Test func aCredentialIsATokenExactlyWhenItHasTwoDots() {
