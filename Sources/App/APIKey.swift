@@ -1,6 +1,6 @@
 /// A plain API key and the tenant it belongs to, as given by `ATTACHD_API_KEYS`.
 ///
-/// Issue 4 adds scopes and hashed keys in the config file; this is the container-friendly form.
+/// Hashed keys with scopes live in `auth.keys`; this is the container-friendly form.
 public struct APIKey: Sendable, Equatable {
   public var tenant: String
   public var key: String
@@ -53,6 +53,11 @@ public struct APIKey: Sendable, Equatable {
     }
     guard key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") }) else {
       throw ConfigurationError("entry \(position) (tenant \(tenant)): key must be printable ASCII, no spaces")
+    }
+    // Two dots make a credential an upload token (`TokenVerifier.isToken`): such a key could
+    // never be presented as a key.
+    guard !TokenVerifier.isToken(key) else {
+      throw ConfigurationError("entry \(position) (tenant \(tenant)): a key may not contain exactly two dots")
     }
     guard key.utf8.count >= Self.minimumKeyLength else {
       throw ConfigurationError(

@@ -74,6 +74,9 @@ public final class Application: HTTPHandler {
     access.auth = configuration.auth
     access.rateLimit = configuration.limits.rate
     access.uploads = configuration.limits.uploads
+    access.userRateLimit = configuration.limits.userRate
+    access.userUploads = configuration.limits.userUploads
+    access.usage = configuration.limits.userQuota
     access.signedLinks = configuration.signing
     let control = AccessControl(configuration: access, warn: { eventLog.warning($0) })
     let options = configuration.attachments

@@ -91,6 +91,20 @@ public struct ConfigurationKey: Sendable {
         config.auth.keys = try HashedKey.parseList(value)
       }),
     ConfigurationKey(
+      path: "auth.tokenKeys", environment: "ATTACHD_TOKEN_KEYS", flag: nil, defaultText: "none",
+      summary:
+        "upload-token issuer keys: JSON array of {tenant, iss, kid?, alg, public_key_pem | secret_env | secret_file}",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config.auth.tokens.keys = try TokenKey.parseList(value)
+      }),
+    .seconds(
+      "auth.tokenMaxTTL", env: "ATTACHD_TOKEN_MAX_TTL", flag: nil,
+      summary: "longest upload-token lifetime (exp - iat), seconds", \.auth.tokens.maxTTLSeconds),
+    .seconds(
+      "auth.tokenLeeway", env: "ATTACHD_TOKEN_LEEWAY", flag: nil,
+      summary: "clock skew tolerated for a token's exp, nbf and iat, seconds", allowZero: true,
+      \.auth.tokens.leewaySeconds),
+    ConfigurationKey(
       path: "limits.requestsPerSecond", environment: "ATTACHD_RATE_LIMIT", flag: nil, defaultText: "10",
       summary: "token-bucket refill per key, requests/s (0 = off)",
       set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
@@ -108,9 +122,39 @@ public struct ConfigurationKey: Sendable {
       "limits.concurrentUploadsPerKey", env: "ATTACHD_CONCURRENT_UPLOADS_PER_KEY", flag: nil,
       summary: "uploads one key may have in flight (0 = off)", range: 0...10_000,
       \.limits.uploads.maxConcurrentUploadsPerKey),
+    ConfigurationKey(
+      path: "limits.uploadRetryAfter", environment: "ATTACHD_UPLOAD_RETRY_AFTER", flag: nil, defaultText: "1",
+      summary: "Retry-After seconds of the over-cap 429",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        let number = try value.integer()
+        guard (1...3600).contains(number) else { throw ConfigurationError("must be 1…3600, not \(number)") }
+        config.limits.uploads.retryAfterSeconds = number
+        config.limits.userUploads.retryAfterSeconds = number
+      }),
+    ConfigurationKey(
+      path: "limits.userRequestsPerSecond", environment: "ATTACHD_USER_RATE_LIMIT", flag: nil,
+      defaultText: "10",
+      summary: "token-bucket refill per token user (tenant, sub), requests/s (0 = off)",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        let number = try value.number()
+        guard number >= 0, number.isFinite else { throw ConfigurationError("must be 0 or more") }
+        config.limits.userRate.requestsPerSecond = number
+      }),
     .integer(
-      "limits.uploadRetryAfter", env: "ATTACHD_UPLOAD_RETRY_AFTER", flag: nil,
-      summary: "Retry-After seconds of the over-cap 429", range: 1...3600, \.limits.uploads.retryAfterSeconds),
+      "limits.userBurst", env: "ATTACHD_USER_RATE_BURST", flag: nil,
+      summary: "requests one token user may make at once", range: 1...1_000_000, \.limits.userRate.burst),
+    .integer(
+      "limits.concurrentUploadsPerUser", env: "ATTACHD_CONCURRENT_UPLOADS_PER_USER", flag: nil,
+      summary: "uploads one token user may have in flight (0 = off)", range: 0...10_000,
+      \.limits.userUploads.maxConcurrentUploadsPerKey),
+    .integer(
+      "limits.userDailyFiles", env: "ATTACHD_USER_DAILY_FILES", flag: nil,
+      summary: "files one token user may store per UTC day (0 = off)", range: 0...100_000_000,
+      \.limits.userQuota.dailyFiles),
+    .integer(
+      "limits.userDailyBytes", env: "ATTACHD_USER_DAILY_BYTES", flag: nil,
+      summary: "upload bytes one token user may send per UTC day (0 = off)", range: 0...(1 << 50),
+      \.limits.userQuota.dailyBytes),
     ConfigurationKey(
       path: "signing.secret", environment: "ATTACHD_SIGNING_SECRET", flag: nil,
       defaultText: "random per process", summary: "HMAC key for signed links, at least 32 characters",

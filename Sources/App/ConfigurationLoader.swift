@@ -24,6 +24,8 @@ public enum ConfigurationLoader {
     }
     try applyEnvironment(environment, to: &config)
     try applyFlags(options.settings, to: &config)
+    // HS256 secrets are named by the configuration, never written into it: read them now.
+    config.auth.tokens.resolveSecrets(environment: environment)
     try config.validate()
     return config
   }

@@ -38,6 +38,8 @@ public enum ErrorTable {
     case let error as PipelineError: publicError(for: error)
     case let error as StorageError: publicError(for: error)
     case let error as AccessError: error.publicError
+    case let error as TokenError: publicError(for: error)
+    case let error as QuotaError: publicError(for: error)
     default: internalError
     }
   }
@@ -141,6 +143,66 @@ public enum ErrorTable {
       PublicError(
         status: 503, code: "draining", title: "Server is shutting down",
         headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+  }
+
+  /// Upload-token refusals. 401 with `WWW-Authenticate: Bearer error="invalid_token"`
+  /// (RFC 6750 §3.1) whenever the token itself is bad — malformed, unsigned, unverifiable,
+  /// outside its validity window — so that a client fetches a new one from its backend.
+  /// 403 when the token is good but does not allow this: a missing scope (with
+  /// `error="insufficient_scope"` and the scope needed), or its `max_files`/`max_bytes` used up,
+  /// which no retry and no waiting will change (not 429: nothing refills a token's allowance).
+  static func publicError(for error: TokenError) -> PublicError {
+    let challenge: HTTPHeaders = ["WWW-Authenticate": #"Bearer error="invalid_token""#]
+    func invalid(_ code: String, _ title: String) -> PublicError {
+      PublicError(status: 401, code: code, title: title, headers: challenge)
+    }
+    switch error {
+    case .malformed: return invalid("token_malformed", "The upload token is malformed")
+    case .algorithmNone: return invalid("token_alg_none", "Unsigned upload tokens (alg none) are refused")
+    case .algorithmUnsupported:
+      return invalid("token_alg_unsupported", "The upload token's alg is not supported")
+    case .algorithmMismatch:
+      return invalid("token_alg_mismatch", "The upload token's alg is not the one of its issuer's key")
+    case .issuerUnknown: return invalid("token_issuer_unknown", "The upload token's issuer is not known")
+    case .keyMismatch:
+      return invalid("token_key_mismatch", "The upload token's kid belongs to another issuer")
+    case .signatureInvalid:
+      return invalid("token_signature_invalid", "The upload token's signature is not valid")
+    case .claimsInvalid: return invalid("token_claims_invalid", "The upload token lacks a required claim")
+    case .audienceInvalid:
+      return invalid("token_audience_invalid", "The upload token is meant for another audience")
+    case .expired: return invalid("token_expired", "The upload token has expired")
+    case .notYetValid: return invalid("token_not_yet_valid", "The upload token is not valid yet")
+    case .issuedInFuture: return invalid("token_clock_skew", "The upload token was issued in the future")
+    case .lifetimeTooLong:
+      return invalid("token_lifetime_too_long", "The upload token lives longer than allowed")
+    case .insufficientScope(let scope):
+      return PublicError(
+        status: 403, code: "token_insufficient_scope",
+        title: "The upload token lacks the \(scope.rawValue) scope",
+        headers: ["WWW-Authenticate": #"Bearer error="insufficient_scope", scope="\#(scope.rawValue)""#])
+    case .maxFilesUsed:
+      return PublicError(
+        status: 403, code: "token_max_files", title: "The upload token's max_files are used up")
+    case .maxBytesExceeded:
+      return PublicError(
+        status: 403, code: "token_max_bytes", title: "The upload would pass the token's max_bytes")
+    }
+  }
+
+  /// An end user's daily quota: 429 with `Retry-After` until the quota's UTC day ends, since
+  /// waiting does help here.
+  static func publicError(for error: QuotaError) -> PublicError {
+    switch error {
+    case .dailyFiles(let seconds):
+      PublicError(
+        status: 429, code: "daily_quota_files", title: "The user's daily file quota is used up",
+        headers: ["Retry-After": String(seconds)])
+    case .dailyBytes(let seconds):
+      PublicError(
+        status: 429, code: "daily_quota_bytes", title: "The user's daily byte quota is used up",
+        headers: ["Retry-After": String(seconds)])
     }
   }
 

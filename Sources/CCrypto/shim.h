@@ -3,3 +3,6 @@
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The index of attachments, tenants and idempotency keys (SQLite today; PostgreSQL later).
+/// The index of attachments, tenants, idempotency keys and usage counters (SQLite today;
+/// PostgreSQL later).
 ///
 /// Every method may be called from many threads at once; each is atomic. Errors are
 /// `StorageError`. Lookups take `tenant` so that another tenant's id is indistinguishable from
@@ -54,6 +55,26 @@ public protocol AttachmentIndex: Sendable {
 
   /// Throws unless a write can be committed now (for readiness checks).
   func checkWritable(now: Date) throws
+
+  /// Atomically adds `amount` to the counter `key` if the total stays within `limits`, else
+  /// adds nothing and says which bound it would pass (files are checked first).
+  ///
+  /// A counter that does not exist, or expired at or before `now`, starts from zero and takes
+  /// `expiresAt`; a live one keeps its expiry. Two concurrent calls can never both pass a bound.
+  func reserveUsage(
+    _ key: UsageKey, adding amount: UsageAmount, limits: UsageLimits, expiresAt: Date, now: Date
+  )
+    throws -> UsageReservation
+
+  /// Takes back (part of) an earlier reservation, never below zero; nothing when the counter
+  /// is gone.
+  func releaseUsage(_ key: UsageKey, amount: UsageAmount) throws
+
+  /// The live counter `key` at `now`, or nil when it does not exist or has expired.
+  func usage(_ key: UsageKey, now: Date) throws -> UsageAmount?
+
+  /// Deletes counters that expired at or before `cutoff`; returns how many.
+  func purgeUsage(expiredBefore cutoff: Date) throws -> Int
 }
 
 /// One stored attachment, as the API's JSON record describes it.
@@ -78,12 +99,16 @@ public struct AttachmentRecord: Sendable, Hashable {
   public var createdAt: Date
   /// When it stops being served and becomes eligible for sweeping (whole seconds).
   public var expiresAt: Date
+  /// The end user who uploaded it with a token (the token's `sub`); nil when uploaded with
+  /// a tenant API key.
+  public var owner: String?
 
   /// A record with every field given.
   public init(
     id: String, tenant: String, blob: BlobHash, contentType: String, width: Int, height: Int, bytes: Int,
-    source: SourceInfo, createdAt: Date, expiresAt: Date
+    source: SourceInfo, createdAt: Date, expiresAt: Date, owner: String? = nil
   ) {
+    self.owner = owner
     self.id = id
     self.tenant = tenant
     self.blob = blob

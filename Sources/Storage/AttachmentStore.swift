@@ -50,6 +50,8 @@ public final class AttachmentStore: Sendable {
     public var deletedBlobBytes = 0
     /// Idempotency keys older than their lifetime deleted.
     public var purgedIdempotencyKeys = 0
+    /// Usage counters past their expiry deleted.
+    public var purgedUsageCounters = 0
 
     /// An empty report.
     public init() {}
@@ -98,11 +100,11 @@ public final class AttachmentStore: Sendable {
 
   /// Stores a processed image and its record; returns the record (its `id` is new and random).
   ///
-  /// `retention` overrides the tenant's and the default retention for this attachment.
+  /// `retention` overrides the tenant's and the default retention for this attachment;
+  /// `owner` is the end user who uploaded it with a token (nil for a tenant key).
   public func store(
-    tenant: String, bytes: UnsafeRawBufferPointer, contentType: String = "image/jpeg", width: Int,
-    height: Int,
-    source: SourceInfo, retention: TimeInterval? = nil
+    tenant: String, owner: String? = nil, bytes: UnsafeRawBufferPointer, contentType: String = "image/jpeg",
+    width: Int, height: Int, source: SourceInfo, retention: TimeInterval? = nil
   ) throws -> AttachmentRecord {
     let lifetime = try retention ?? index.retention(tenant: tenant) ?? configuration.defaultRetention
     let hash = BlobHash.of(bytes)
@@ -114,7 +116,7 @@ public final class AttachmentStore: Sendable {
     var record = AttachmentRecord(
       id: SecureRandom.identifier(prefix: "att_"), tenant: tenant, blob: hash, contentType: contentType,
       width: width, height: height, bytes: bytes.count, source: source, createdAt: created,
-      expiresAt: created.addingTimeInterval(lifetime.rounded(.down)))
+      expiresAt: created.addingTimeInterval(lifetime.rounded(.down)), owner: owner)
     do {
       try index.insert(record)
     } catch let error as StorageError where error.code == .conflict {
@@ -125,21 +127,25 @@ public final class AttachmentStore: Sendable {
     return record
   }
 
-  /// Stores an array's bytes; see `store(tenant:bytes:contentType:width:height:source:retention:)`.
+  /// Stores an array's bytes; see `store(tenant:owner:bytes:contentType:width:height:source:retention:)`.
   public func store(
-    tenant: String, bytes: [UInt8], contentType: String = "image/jpeg", width: Int, height: Int,
-    source: SourceInfo, retention: TimeInterval? = nil
+    tenant: String, owner: String? = nil, bytes: [UInt8], contentType: String = "image/jpeg", width: Int,
+    height: Int, source: SourceInfo, retention: TimeInterval? = nil
   ) throws -> AttachmentRecord {
     try bytes.withUnsafeBytes {
       try store(
-        tenant: tenant, bytes: $0, contentType: contentType, width: width, height: height, source: source,
+        tenant: tenant, owner: owner, bytes: $0, contentType: contentType, width: width, height: height,
+        source: source,
         retention: retention)
     }
   }
 
-  /// The tenant's live attachment, or nil when missing, expired or another tenant's.
-  public func get(tenant: String, id: String) throws -> AttachmentRecord? {
-    try index.attachment(tenant: tenant, id: id, now: clock())
+  /// The tenant's live attachment, or nil when missing, expired, another tenant's, or (for
+  /// `.user`) another user's.
+  public func get(tenant: String, id: String, visibleTo viewer: Viewer = .tenant) throws -> AttachmentRecord?
+  {
+    guard let record = try index.attachment(tenant: tenant, id: id, now: clock()) else { return nil }
+    return viewer.sees(record) ? record : nil
   }
 
   /// The tenant of the live attachment `id`, or nil (signed links name no tenant).
@@ -157,10 +163,13 @@ public final class AttachmentStore: Sendable {
 
   /// Deletes the tenant's attachment at once; its blob goes when no other row refers to it.
   ///
-  /// Returns false when there was no live attachment of that tenant with that id.
+  /// Returns false when there was no live attachment of that tenant (and, for `.user`, of
+  /// that user) with that id.
   @discardableResult
-  public func delete(tenant: String, id: String) throws -> Bool {
+  public func delete(tenant: String, id: String, visibleTo viewer: Viewer = .tenant) throws -> Bool {
     let current = clock()
+    // An owner never changes, so checking before deleting leaves no window to exploit.
+    if case .user = viewer, try get(tenant: tenant, id: id, visibleTo: viewer) == nil { return false }
     guard let removed = try index.deleteAttachment(tenant: tenant, id: id) else { return false }
     // Failing to remove the blob now is harmless: the sweeper removes unreferenced blobs.
     _ = try? collect(removed.blob)
@@ -197,8 +206,26 @@ public final class AttachmentStore: Sendable {
     }
     report.purgedIdempotencyKeys = try index.purgeIdempotent(
       createdBefore: current.addingTimeInterval(-configuration.idempotencyLifetime))
+    report.purgedUsageCounters = try index.purgeUsage(expiredBefore: current)
     return report
   }
+
+  // MARK: - Usage counters
+
+  /// Adds to a usage counter within `limits` (see `AttachmentIndex.reserveUsage`).
+  public func reserveUsage(_ key: UsageKey, adding amount: UsageAmount, limits: UsageLimits, expiresAt: Date)
+    throws -> UsageReservation
+  {
+    try index.reserveUsage(key, adding: amount, limits: limits, expiresAt: expiresAt, now: clock())
+  }
+
+  /// Takes back part of a reservation (files that were not stored after all).
+  public func releaseUsage(_ key: UsageKey, amount: UsageAmount) throws {
+    try index.releaseUsage(key, amount: amount)
+  }
+
+  /// The live counter, or nil.
+  public func usage(_ key: UsageKey) throws -> UsageAmount? { try index.usage(key, now: clock()) }
 
   // MARK: - Idempotency
 
@@ -259,6 +286,22 @@ public final class AttachmentStore: Sendable {
       guard pins[hash] == nil, try index.referenceCount(of: hash) == 0 else { return nil }
       let size = (try? blobs.size(of: hash)) ?? 0
       return try blobs.delete(hash) ? size : nil
+    }
+  }
+}
+
+/// Whose attachments a caller sees within its tenant.
+public enum Viewer: Sendable, Hashable {
+  /// A tenant API key: every attachment of the tenant.
+  case tenant
+  /// An end user's token: only the attachments that user uploaded.
+  case user(String)
+
+  /// Whether this viewer may see `record` (of its tenant).
+  public func sees(_ record: AttachmentRecord) -> Bool {
+    switch self {
+    case .tenant: true
+    case .user(let user): record.owner == user
     }
   }
 }

@@ -123,7 +123,21 @@ public final class SQLiteIndex: AttachmentIndex {
       id INTEGER PRIMARY KEY CHECK (id = 1),
       checked_at INTEGER NOT NULL
     );
+    """,
+    // 2: the end user who uploaded an attachment with a token (NULL: a tenant key), and
+    // usage counters (files and bytes per token `jti`, per user and day) kept until they expire.
     """
+    ALTER TABLE attachments ADD COLUMN owner TEXT;
+    CREATE TABLE usage_counters (
+      tenant TEXT NOT NULL,
+      name TEXT NOT NULL,
+      files INTEGER NOT NULL,
+      bytes INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      PRIMARY KEY (tenant, name)
+    ) WITHOUT ROWID;
+    CREATE INDEX usage_counters_by_expiry ON usage_counters (expires_at);
+    """,
   ]
 
   private static func migrate(_ connection: SQLiteConnection) throws {
@@ -175,7 +189,8 @@ public final class SQLiteIndex: AttachmentIndex {
 
   private static let columns = """
     id, tenant, blob, content_type, width, height, bytes, source_format, source_width, source_height, \
-    source_bytes, source_orientation, source_orientation_source, source_colour_profile, created_at, expires_at
+    source_bytes, source_orientation, source_orientation_source, source_colour_profile, created_at, expires_at, \
+    owner
     """
 
   public func insert(_ record: AttachmentRecord) throws {
@@ -187,6 +202,7 @@ public final class SQLiteIndex: AttachmentIndex {
       .integer(Int64(source.bytes)), .integer(Int64(source.orientation)),
       source.orientationSource.map(SQLValue.text) ?? .null, source.colourProfile.map(SQLValue.text) ?? .null,
       .integer(Self.seconds(record.createdAt)), .integer(Self.seconds(record.expiresAt)),
+      record.owner.map(SQLValue.text) ?? .null,
     ]
     let placeholders = Array(repeating: "?", count: values.count).joined(separator: ", ")
     try write { try $0.query("INSERT INTO attachments (\(Self.columns)) VALUES (\(placeholders))", values) }
@@ -294,7 +310,7 @@ public final class SQLiteIndex: AttachmentIndex {
   }
 
   private static func record(_ row: [SQLValue]) throws -> AttachmentRecord {
-    guard row.count == 16, let id = row[0].text, let tenant = row[1].text,
+    guard row.count == 17, let id = row[0].text, let tenant = row[1].text,
       let blob = row[2].text.flatMap(BlobHash.init(hex:)), let contentType = row[3].text,
       let format = row[7].text
     else { throw StorageError(.corrupt, "malformed attachment row") }
@@ -304,6 +320,6 @@ public final class SQLiteIndex: AttachmentIndex {
       orientationSource: row[12].text, colourProfile: row[13].text)
     return AttachmentRecord(
       id: id, tenant: tenant, blob: blob, contentType: contentType, width: int(4), height: int(5),
-      bytes: int(6), source: source, createdAt: date(row[14]), expiresAt: date(row[15]))
+      bytes: int(6), source: source, createdAt: date(row[14]), expiresAt: date(row[15]), owner: row[16].text)
   }
 }

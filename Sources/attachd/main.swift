@@ -1,4 +1,4 @@
-// attachd: serve, process, inspect, keys. The subcommands live in their own files; the
+// attachd: serve, process, inspect, keys, tokens. The subcommands live in their own files; the
 // service itself is wired up in the App module.
 import App
 import Foundation
@@ -16,6 +16,10 @@ enum CLI {
       inspect IN                 describe an image as JSON
       keys new --tenant T --scopes upload,read[,delete]
                                  print a new API key and its config entry
+      tokens new-key --tenant T [--alg EdDSA|HS256]
+                                 print a new upload-token issuer key and its config entry
+      tokens mint --key FILE --iss ISS --sub USER [--scope "upload read"] [--ttl S]
+                                 print one upload token (for tests and scripts)
       --help, --version
     """
 
@@ -41,6 +45,7 @@ enum CLI {
     case "process": return ProcessCommand.run(rest)
     case "inspect": return InspectCommand.run(rest)
     case "keys": return KeysCommand.run(rest)
+    case "tokens": return TokensCommand.run(rest)
     case "--help", "-h", "help":
       print(usage)
       return 0

@@ -23,12 +23,12 @@ private let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
 private func record(
   _ id: String, tenant: String = "acme", blobSeed: UInt64 = 1, bytes: Int = 1_000, created: Date = t0,
-  lifetime: TimeInterval = 86_400, source: SourceInfo = sampleSource
+  lifetime: TimeInterval = 86_400, source: SourceInfo = sampleSource, owner: String? = nil
 ) -> AttachmentRecord {
   AttachmentRecord(
     id: id, tenant: tenant, blob: BlobHash.of(sampleBytes(8, seed: blobSeed)), contentType: "image/jpeg",
     width: 2048, height: 1536, bytes: bytes, source: source, createdAt: created,
-    expiresAt: created.addingTimeInterval(lifetime))
+    expiresAt: created.addingTimeInterval(lifetime), owner: owner)
 }
 
 @Suite struct AttachmentIndexConformanceTests {
@@ -258,5 +258,118 @@ private func record(
     let index = try factory.make(directory.path)
     try index.checkWritable(now: t0)
     try index.checkWritable(now: t0.addingTimeInterval(1))
+  }
+
+  // MARK: - Owners and usage counters
+
+  @Test(arguments: IndexFactory.all)
+  func theOwnerOfARecordReadsBackAndDeletesWithIt(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let owned = record("att_u", owner: "user-7 ✓")
+    try index.insert(owned)
+    try index.insert(record("att_k"))
+    #expect(try index.attachment(tenant: "acme", id: "att_u", now: t0)?.owner == "user-7 ✓")
+    #expect(try index.attachment(tenant: "acme", id: "att_u", now: t0) == owned)
+    #expect(try index.attachment(tenant: "acme", id: "att_k", now: t0)?.owner == nil)
+    #expect(try index.deleteAttachment(tenant: "acme", id: "att_u")?.owner == "user-7 ✓")
+    #expect(try index.deleteExpired(now: t0.addingTimeInterval(86_400), limit: 10).map(\.owner) == [nil])
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func aUsageCounterAddsWithinItsLimitsAndRefusesPastThemWithoutAdding(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let key = UsageKey(tenant: "acme", name: "jti:abc")
+    let limits = UsageLimits(maxFiles: 3, maxBytes: 1_000)
+    let expiry = t0.addingTimeInterval(600)
+    func reserve(_ files: Int, _ bytes: Int, _ limits: UsageLimits = limits) throws -> UsageReservation {
+      try index.reserveUsage(
+        key, adding: UsageAmount(files: files, bytes: bytes), limits: limits, expiresAt: expiry, now: t0)
+    }
+    #expect(try index.usage(key, now: t0) == nil)
+    #expect(try reserve(1, 400) == .reserved(UsageAmount(files: 1, bytes: 400)))
+    #expect(try reserve(1, 601) == .bytesExceeded(UsageAmount(files: 1, bytes: 400)))
+    #expect(try reserve(2, 600) == .reserved(UsageAmount(files: 3, bytes: 1_000)))
+    #expect(try reserve(1, 0) == .filesExceeded(UsageAmount(files: 3, bytes: 1_000)))
+    // Files are judged first when both would pass.
+    #expect(try reserve(1, 1) == .filesExceeded(UsageAmount(files: 3, bytes: 1_000)))
+    #expect(try index.usage(key, now: t0) == UsageAmount(files: 3, bytes: 1_000))
+    // Counters are per tenant and name; no limits means no refusal.
+    let other = UsageKey(tenant: "beta", name: "jti:abc")
+    #expect(
+      try index.reserveUsage(
+        other, adding: UsageAmount(files: 50, bytes: 1 << 40), limits: UsageLimits(), expiresAt: expiry,
+        now: t0)
+        == .reserved(UsageAmount(files: 50, bytes: 1 << 40)))
+    #expect(try index.usage(key, now: t0) == UsageAmount(files: 3, bytes: 1_000))
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func releasedUsageComesBackButNeverBelowZero(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let key = UsageKey(tenant: "acme", name: "day:20270115:u1")
+    let limits = UsageLimits(maxFiles: 2)
+    let expiry = t0.addingTimeInterval(600)
+    _ = try index.reserveUsage(
+      key, adding: UsageAmount(files: 2, bytes: 10), limits: limits, expiresAt: expiry, now: t0)
+    try index.releaseUsage(key, amount: UsageAmount(files: 1, bytes: 4))
+    #expect(try index.usage(key, now: t0) == UsageAmount(files: 1, bytes: 6))
+    try index.releaseUsage(key, amount: UsageAmount(files: 5, bytes: 50))
+    #expect(try index.usage(key, now: t0) == .zero)
+    try index.releaseUsage(UsageKey(tenant: "acme", name: "missing"), amount: UsageAmount(files: 1, bytes: 1))
+    #expect(try index.usage(UsageKey(tenant: "acme", name: "missing"), now: t0) == nil)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func anExpiredCounterStartsAfreshAndIsPurged(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let key = UsageKey(tenant: "acme", name: "jti:old")
+    let limits = UsageLimits(maxFiles: 1)
+    let one = UsageAmount(files: 1, bytes: 5)
+    #expect(
+      try index.reserveUsage(key, adding: one, limits: limits, expiresAt: t0.addingTimeInterval(60), now: t0)
+        == .reserved(one))
+    // A live counter keeps its expiry: a later, longer one does not extend it.
+    let later = t0.addingTimeInterval(30)
+    #expect(
+      try index.reserveUsage(
+        key, adding: one, limits: limits, expiresAt: t0.addingTimeInterval(999), now: later)
+        == .filesExceeded(one))
+    let expired = t0.addingTimeInterval(60)
+    #expect(try index.usage(key, now: expired) == nil)
+    #expect(
+      try index.reserveUsage(
+        key, adding: one, limits: limits, expiresAt: t0.addingTimeInterval(120), now: expired)
+        == .reserved(one))
+    _ = try index.reserveUsage(
+      UsageKey(tenant: "acme", name: "jti:long"), adding: one, limits: limits,
+      expiresAt: t0.addingTimeInterval(900), now: t0)
+    #expect(try index.purgeUsage(expiredBefore: t0.addingTimeInterval(120)) == 1)
+    #expect(try index.usage(key, now: expired) == nil)
+    #expect(try index.usage(UsageKey(tenant: "acme", name: "jti:long"), now: expired) == one)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func concurrentReservationsNeverPassALimit(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let key = UsageKey(tenant: "acme", name: "jti:race")
+    let outcomes = Failures()
+    onThreads(16) { _ in
+      do {
+        let result = try index.reserveUsage(
+          key, adding: UsageAmount(files: 1, bytes: 100), limits: UsageLimits(maxFiles: 5),
+          expiresAt: t0.addingTimeInterval(600), now: t0)
+        if case .reserved = result { outcomes.add("reserved") } else { outcomes.add("refused") }
+      } catch {
+        outcomes.add("error \(error)")
+      }
+    }
+    #expect(outcomes.all.filter { $0 == "reserved" }.count == 5)
+    #expect(outcomes.all.filter { $0 == "refused" }.count == 11)
+    #expect(try index.usage(key, now: t0) == UsageAmount(files: 5, bytes: 500))
   }
 }

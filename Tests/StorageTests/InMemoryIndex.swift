@@ -16,10 +16,16 @@ final class InMemoryIndex: AttachmentIndex {
     var response: StoredResponse?
   }
 
+  private struct Counter {
+    var amount: UsageAmount
+    var expiresAt: Date
+  }
+
   private struct State {
     var rows: [String: AttachmentRecord] = [:]
     var retention: [String: TimeInterval] = [:]
     var claims: [Key: Claim] = [:]
+    var counters: [UsageKey: Counter] = [:]
   }
 
   private let state = Mutex(State())
@@ -124,4 +130,46 @@ final class InMemoryIndex: AttachmentIndex {
   }
 
   func checkWritable(now: Date) throws {}
+
+  func reserveUsage(
+    _ key: UsageKey, adding amount: UsageAmount, limits: UsageLimits, expiresAt: Date, now: Date
+  )
+    throws -> UsageReservation
+  {
+    state.withLock { state in
+      var counter = Counter(amount: .zero, expiresAt: expiresAt)
+      if let existing = state.counters[key], existing.expiresAt > now { counter = existing }
+      if let maxFiles = limits.maxFiles, counter.amount.files + amount.files > maxFiles {
+        return .filesExceeded(counter.amount)
+      }
+      if let maxBytes = limits.maxBytes, counter.amount.bytes + amount.bytes > maxBytes {
+        return .bytesExceeded(counter.amount)
+      }
+      counter.amount.files += amount.files
+      counter.amount.bytes += amount.bytes
+      state.counters[key] = counter
+      return .reserved(counter.amount)
+    }
+  }
+
+  func releaseUsage(_ key: UsageKey, amount: UsageAmount) throws {
+    state.withLock { state in
+      guard var counter = state.counters[key] else { return }
+      counter.amount.files = max(0, counter.amount.files - amount.files)
+      counter.amount.bytes = max(0, counter.amount.bytes - amount.bytes)
+      state.counters[key] = counter
+    }
+  }
+
+  func usage(_ key: UsageKey, now: Date) throws -> UsageAmount? {
+    state.withLock { state in state.counters[key].flatMap { $0.expiresAt > now ? $0.amount : nil } }
+  }
+
+  func purgeUsage(expiredBefore cutoff: Date) throws -> Int {
+    state.withLock { state in
+      let before = state.counters.count
+      state.counters = state.counters.filter { $0.value.expiresAt > cutoff }
+      return before - state.counters.count
+    }
+  }
 }

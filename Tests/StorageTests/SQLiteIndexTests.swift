@@ -76,4 +76,32 @@ import Testing
     #expect(SQLiteIndex.decodeHeaders(SQLiteIndex.encodeHeaders(headers)) == headers)
     #expect(SQLiteIndex.decodeHeaders("") == [:])
   }
+
+  @Test func anIndexOfSchemaOneIsMigratedKeepingItsRowsWithNoOwner() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.path + "/index.sqlite"
+    let created = Date(timeIntervalSince1970: 1_800_000_000)
+    let stored = AttachmentRecord(
+      id: "att_old", tenant: "acme", blob: BlobHash.of([4, 5, 6]), contentType: "image/jpeg", width: 1,
+      height: 2, bytes: 3, source: sampleSource, createdAt: created, expiresAt: created.addingTimeInterval(10)
+    )
+    do {
+      let index = try SQLiteIndex(path: path)
+      try index.insert(stored)
+      // Back to what the first release wrote: no owner column, no usage table.
+      try index.write {
+        try $0.execute(
+          "ALTER TABLE attachments DROP COLUMN owner; DROP TABLE usage_counters; PRAGMA user_version = 1")
+      }
+    }
+    let migrated = try SQLiteIndex(path: path)
+    #expect(try migrated.read { try $0.query("PRAGMA user_version") }.first?.first?.integer == 2)
+    #expect(try migrated.attachment(tenant: "acme", id: "att_old", now: created) == stored)
+    let key = UsageKey(tenant: "acme", name: "jti:x")
+    #expect(
+      try migrated.reserveUsage(
+        key, adding: UsageAmount(files: 1, bytes: 1), limits: UsageLimits(),
+        expiresAt: created.addingTimeInterval(5),
+        now: created) == .reserved(UsageAmount(files: 1, bytes: 1)))
+  }
 }

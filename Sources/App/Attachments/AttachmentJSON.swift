@@ -23,6 +23,8 @@ enum AttachmentJSON {
     object.raw("source", source.close())
     object.string("created_at", timestamp(record.createdAt.timeIntervalSince1970))
     object.string("expires_at", timestamp(record.expiresAt.timeIntervalSince1970))
+    // The end user of the token that uploaded it; null for a tenant-key upload.
+    object.optional("owner", record.owner)
     if let signedURL { object.string("signed_url", signedURL) }
     out.append(contentsOf: object.close())
   }

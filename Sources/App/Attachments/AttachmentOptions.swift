@@ -44,16 +44,24 @@ extension Application {
     }
   }
 
-  /// Per-key rate limit and upload cap.
+  /// Rate limits and upload caps per API key and per token user, and the users' daily quota.
   public struct LimitOptions: Sendable, Equatable {
     public var rate = RateLimiter.Configuration()
     public var uploads = UploadConcurrencyLimiter.Configuration()
+    /// Per (tenant, user) of an upload token.
+    public var userRate = RateLimiter.Configuration()
+    /// Per (tenant, user): 10, so that a phone sending a picker's photos at once is not refused.
+    public var userUploads = UploadConcurrencyLimiter.Configuration(maxConcurrentUploadsPerKey: 10)
+    public var userQuota = UsageLimiter.Configuration()
 
     public init() {}
 
     public func validate() throws(ConfigurationError) {
       try rate.validate()
       try uploads.validate()
+      try userRate.validate()
+      try userUploads.validate()
+      try userQuota.validate()
     }
   }
 }

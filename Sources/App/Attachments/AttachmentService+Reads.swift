@@ -8,6 +8,7 @@ extension AttachmentService {
   func image(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HTTPResponse {
     let query = head.query.map(String.init)
     let tenant: String
+    var viewer = Viewer.tenant
     if SignedURL.isSigned(query: query) {
       guard SecureRandom.isIdentifier(id) else { return problem(AccessError.signedLinkInvalid, context) }
       let owner: String?
@@ -22,11 +23,13 @@ extension AttachmentService {
     } else {
       switch access.authorize(head, scope: .read) {
       case .failure(let error): return problem(error, context)
-      case .success(let principal): tenant = principal.tenant
+      case .success(let principal):
+        tenant = principal.tenant
+        viewer = principal.viewer
       }
     }
     let record: AttachmentRecord
-    switch lookup(tenant: tenant, id: id, context: context) {
+    switch lookup(tenant: tenant, viewer: viewer, id: id, context: context) {
     case .failure(let failure): return failure.response
     case .success(let found): record = found
     }
@@ -40,7 +43,7 @@ extension AttachmentService {
     case .failure(let error): return problem(error, context)
     case .success(let p): principal = p
     }
-    switch lookup(tenant: principal.tenant, id: id, context: context) {
+    switch lookup(tenant: principal.tenant, viewer: principal.viewer, id: id, context: context) {
     case .failure(let failure): return failure.response
     case .success(let record):
       return HTTPResponse(
@@ -61,7 +64,7 @@ extension AttachmentService {
     return .readBody(
       DeferredResponse { [self] in
         do {
-          guard try store.delete(tenant: principal.tenant, id: id) else {
+          guard try store.delete(tenant: principal.tenant, id: id, visibleTo: principal.viewer) else {
             return problem(AppError.notFound, context)
           }
           return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"])
@@ -71,13 +74,14 @@ extension AttachmentService {
       })
   }
 
-  /// The tenant's live record, or the 404 a missing (or another tenant's, or malformed) id gets.
-  private func lookup(tenant: String, id: String, context: RequestContext) -> Result<
+  /// The tenant's live record, or the 404 a missing (or another tenant's, another user's, or
+  /// malformed) id gets.
+  private func lookup(tenant: String, viewer: Viewer, id: String, context: RequestContext) -> Result<
     AttachmentRecord, Failure
   > {
     guard SecureRandom.isIdentifier(id) else { return .failure(Failure(problem(AppError.notFound, context))) }
     do {
-      guard let record = try store.get(tenant: tenant, id: id) else {
+      guard let record = try store.get(tenant: tenant, id: id, visibleTo: viewer) else {
         return .failure(Failure(problem(AppError.notFound, context)))
       }
       return .success(record)

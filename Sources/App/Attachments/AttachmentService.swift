@@ -50,10 +50,14 @@ public final class AttachmentService: Sendable {
     case .failure(let error): return .respond(problem(error, context))
     case .success(let p): principal = p
     }
-    let idempotencyKey = head.headers.first(name: "Idempotency-Key")
-    if let idempotencyKey, !(1...255).contains(idempotencyKey.utf8.count) {
+    let sentKey = head.headers.first(name: "Idempotency-Key")
+    if let sentKey, !(1...255).contains(sentKey.utf8.count) {
       return .respond(problem(AppError.invalidIdempotencyKey, context))
     }
+    // A token user's keys are their own: two users of one tenant sending the same key must
+    // never get each other's answer. Neither a header value nor a `sub` holds a line break,
+    // so `user \n key` cannot meet a tenant key's plain one.
+    let idempotencyKey = sentKey.map { key in principal.user.map { $0 + "\n" + key } ?? key }
     var boundary: String?
     if let type = head.headers.first(name: "Content-Type"), type.lowercased().hasPrefix("multipart/") {
       guard let found = MultipartParser.boundary(fromContentType: type) else {
@@ -62,13 +66,18 @@ public final class AttachmentService: Sendable {
       boundary = found
     }
     var expected: Int?
+    // A token's max_bytes caps a raw body as it arrives; a multipart body (boundaries and
+    // fields besides the files) is judged on its file parts once they are in.
+    let bodyLimit =
+      boundary == nil
+      ? access.maxUploadBytes(for: principal, serverLimit: options.maxUploadBytes) : options.maxUploadBytes
+    let overLimit: any Error =
+      bodyLimit < options.maxUploadBytes ? AccessError.token(.maxBytesExceeded) : AppError.uploadTooLarge
     switch head.framing {
     case .none: return .respond(problem(AppError.emptyUpload, context))
     case .contentLength(let length):
       if length == 0 { return .respond(problem(AppError.emptyUpload, context)) }
-      if length > UInt64(options.maxUploadBytes) {
-        return .respond(problem(AppError.uploadTooLarge, context))
-      }
+      if length > UInt64(bodyLimit) { return .respond(problem(overLimit, context)) }
       expected = Int(length)
     case .chunked: break
     }
@@ -88,7 +97,8 @@ public final class AttachmentService: Sendable {
       slot.ownKey(name)
     }
     let request = UploadRequest(
-      principal: principal, idempotencyKey: idempotencyKey, requestID: context.requestID, slot: slot)
+      principal: principal, idempotencyKey: idempotencyKey, requestID: context.requestID, slot: slot,
+      maxBodyBytes: bodyLimit, overLimit: overLimit)
     do {
       return .readBody(
         try UploadConsumer(service: self, request: request, boundary: boundary, expectedBytes: expected))
@@ -115,10 +125,21 @@ public final class AttachmentService: Sendable {
         return problem(error, requestID: requestID)
       }
     }
-    let response =
-      upload.multipart
-      ? multipartResponse(upload.parts, tenant: tenant, requestID: requestID)
-      : singleResponse(upload.parts.first ?? [], tenant: tenant, requestID: requestID)
+    let response: HTTPResponse
+    switch reserveUsage(upload) {
+    case .failure(let failure):
+      if let key = claimed { try? store.abandonIdempotent(tenant: tenant, key: key) }
+      return failure.response
+    case .success(let hold):
+      let owner = upload.request.principal.user
+      var failed = UsageAmount.zero
+      response =
+        upload.multipart
+        ? multipartResponse(upload.parts, tenant: tenant, owner: owner, requestID: requestID, failed: &failed)
+        : singleResponse(
+          upload.parts.first ?? [], tenant: tenant, owner: owner, requestID: requestID, failed: &failed)
+      giveBack(failed, of: hold, requestID: requestID)
+    }
     if let key = claimed {
       do {
         // Client errors are repeated like successes; a 5xx may succeed on retry.
@@ -151,9 +172,13 @@ public final class AttachmentService: Sendable {
     return HTTPResponse(status: stored.status, headers: headers, body: .bytes(stored.body))
   }
 
-  private func singleResponse(_ bytes: [UInt8], tenant: String, requestID: String) -> HTTPResponse {
-    switch processOne(bytes, tenant: tenant, requestID: requestID) {
-    case .failure(let error): return problem(error, requestID: requestID)
+  private func singleResponse(
+    _ bytes: [UInt8], tenant: String, owner: String?, requestID: String, failed: inout UsageAmount
+  ) -> HTTPResponse {
+    switch processOne(bytes, tenant: tenant, owner: owner, requestID: requestID) {
+    case .failure(let error):
+      failed = UsageAmount(files: 1, bytes: bytes.count)
+      return problem(error, requestID: requestID)
     case .success(let record):
       let body = AttachmentJSON.record(record, signedURL: signedURL(for: record))
       return HTTPResponse(
@@ -167,17 +192,21 @@ public final class AttachmentService: Sendable {
 
   /// 201 with a list when at least one part was stored (failed parts as problem objects with
   /// their `part` index); when every part failed, the first failure's problem.
-  private func multipartResponse(_ parts: [[UInt8]], tenant: String, requestID: String) -> HTTPResponse {
+  private func multipartResponse(
+    _ parts: [[UInt8]], tenant: String, owner: String?, requestID: String, failed: inout UsageAmount
+  ) -> HTTPResponse {
     var out: [UInt8] = [UInt8(ascii: "[")]
     var firstFailure: (any Error)?
     var firstLocation: String?
     for (index, part) in parts.enumerated() {
       if index > 0 { out.append(UInt8(ascii: ",")) }
-      switch processOne(part, tenant: tenant, requestID: requestID) {
+      switch processOne(part, tenant: tenant, owner: owner, requestID: requestID) {
       case .success(let record):
         firstLocation = firstLocation ?? Application.attachmentsPath + "/" + record.id
         AttachmentJSON.record(record, signedURL: signedURL(for: record), into: &out)
       case .failure(let error):
+        failed.files += 1
+        failed.bytes += part.count
         firstFailure = firstFailure ?? error
         let entry = ErrorTable.publicError(for: error)
         metrics.recordRejection(code: entry.code)
@@ -195,7 +224,7 @@ public final class AttachmentService: Sendable {
   }
 
   /// Pipeline, then store; errors are returned, not thrown, so a multipart upload goes on.
-  private func processOne(_ bytes: [UInt8], tenant: String, requestID: String) -> Result<
+  private func processOne(_ bytes: [UInt8], tenant: String, owner: String?, requestID: String) -> Result<
     AttachmentRecord, any Error
   > {
     do {
@@ -210,7 +239,8 @@ public final class AttachmentService: Sendable {
         bytes: image.source.bytes, orientation: image.source.orientation,
         orientationSource: image.source.orientationSource.rawValue, colourProfile: image.source.colourProfile)
       let record = try store.store(
-        tenant: tenant, bytes: image.jpeg, width: image.width, height: image.height, source: source)
+        tenant: tenant, owner: owner, bytes: image.jpeg, width: image.width, height: image.height,
+        source: source)
       return .success(record)
     } catch let error as PipelineError {
       // The library's words go to the event log only; never the file name or any bytes.
@@ -265,6 +295,10 @@ struct UploadRequest: Sendable {
   var idempotencyKey: String?
   var requestID: String
   var slot: UploadSlot
+  /// The largest body accepted (the server's cap, or a token's smaller `max_bytes`).
+  var maxBodyBytes: Int
+  /// What a body over `maxBodyBytes` is refused with.
+  var overLimit: any Error
 }
 
 /// One held upload slot (`AccessControl.beginUpload`), released exactly once.

@@ -35,7 +35,7 @@ final class UploadConsumer: RequestBodyConsumer {
   func body(_ bytes: UnsafeRawBufferPointer) -> BodyAction {
     received += bytes.count
     service.metrics.httpRequestBytes.increment(by: UInt64(bytes.count))
-    guard received <= service.options.maxUploadBytes else { return refuse(AppError.uploadTooLarge) }
+    guard received <= request.maxBodyBytes else { return refuse(request.overLimit) }
     guard parser != nil else {
       raw.append(contentsOf: bytes)
       return .proceed

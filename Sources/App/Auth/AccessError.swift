@@ -1,8 +1,12 @@
 import HTTP
 
-/// Why a request was refused before any work: no or bad key, missing scope, a limit, or a bad
-/// signed link.
+/// Why a request was refused before any work: no or bad key, a refused upload token, missing
+/// scope, a limit, or a bad signed link.
 public enum AccessError: Error, Sendable, Equatable {
+  /// An upload token refused for a stated reason (401, 403; rows in `ErrorTable`).
+  case token(TokenError)
+  /// An end user's daily quota is used up (429; rows in `ErrorTable`).
+  case quota(QuotaError)
   /// No `Authorization` header (401).
   case missingKey
   /// A malformed header or an unknown key (401).
@@ -21,6 +25,8 @@ public enum AccessError: Error, Sendable, Equatable {
   /// The status, problem `code`, title and headers to answer with (rows for `ErrorTable`).
   public var publicError: PublicError {
     switch self {
+    case .token(let error): ErrorTable.publicError(for: error)
+    case .quota(let error): ErrorTable.publicError(for: error)
     case .missingKey:
       PublicError(
         status: 401, code: "unauthorized", title: "An API key is required",

@@ -1,7 +1,9 @@
 import Crypto
+import Foundation
 
-/// Maps an `Authorization: Bearer <key>` header to a `Principal`, in time that does not depend
-/// on which key (if any) matches.
+/// Maps an `Authorization: Bearer <credential>` header to a `Principal`: an upload token
+/// (three dot-separated segments, see `TokenVerifier`) or an API key, in time that does not
+/// depend on which key (if any) matches.
 ///
 /// The presented key is hashed with SHA-256 and the hash is compared with *every* stored hash
 /// using `constantTimeEquals`, with no early exit and no lookup keyed by the secret, so timing
@@ -14,10 +16,15 @@ public struct Authenticator: Sendable {
     /// Plain `tenant:key` pairs (`ATTACHD_API_KEYS`, for containers and tests); they carry
     /// every scope.
     public var apiKeys: [APIKey] = []
+    /// Upload-token issuer keys, lifetime and leeway (`auth.tokenKeys`, `auth.tokenMaxTTL`,
+    /// `auth.tokenLeeway`).
+    public var tokens = TokenVerifier.Configuration()
 
-    public init(keys: [HashedKey] = [], apiKeys: [APIKey] = []) {
+    public init(keys: [HashedKey] = [], apiKeys: [APIKey] = [], tokens: TokenVerifier.Configuration = .init())
+    {
       self.keys = keys
       self.apiKeys = apiKeys
+      self.tokens = tokens
     }
 
     /// Every entry, plain keys hashed and given all scopes.
@@ -44,6 +51,7 @@ public struct Authenticator: Sendable {
           throw ConfigurationError("auth: two keys share the key id \(entry.keyID); generate a new one")
         }
       }
+      try tokens.validate()
     }
   }
 
@@ -53,19 +61,27 @@ public struct Authenticator: Sendable {
     var principal: Principal
   }
 
-  /// Longest key looked at; longer credentials are refused without hashing.
+  /// Longest API key looked at; longer keys are refused without hashing.
   public static let maximumKeyLength = 1024
 
   let entries: [Entry]
+  /// Verifies upload tokens.
+  public let tokens: TokenVerifier
   /// The comparison used; tests count calls through it. Always constant-time in production.
   let compare: @Sendable ([UInt8], [UInt8]) -> Bool
 
   /// An authenticator for the configured keys (validate the configuration first).
   public init(configuration: Configuration) {
-    self.init(entries: configuration.allEntries, compare: { constantTimeEquals($0, $1) })
+    self.init(
+      entries: configuration.allEntries, tokens: TokenVerifier(configuration: configuration.tokens),
+      compare: { constantTimeEquals($0, $1) })
   }
 
-  init(entries: [HashedKey], compare: @escaping @Sendable ([UInt8], [UInt8]) -> Bool) {
+  init(
+    entries: [HashedKey], tokens: TokenVerifier = TokenVerifier(configuration: .init()),
+    compare: @escaping @Sendable ([UInt8], [UInt8]) -> Bool
+  ) {
+    self.tokens = tokens
     self.entries = entries.map {
       Entry(digest: $0.keySHA256, principal: Principal(tenant: $0.tenant, scopes: $0.scopes, keyID: $0.keyID))
     }
@@ -75,10 +91,18 @@ public struct Authenticator: Sendable {
   /// Number of keys known.
   public var count: Int { entries.count }
 
-  /// Who sent `authorizationHeader` (the field value, or nil when the request has none).
-  public func authenticate(authorizationHeader: String?) -> AuthResult {
+  /// Who sent `authorizationHeader` (the field value, or nil when the request has none);
+  /// `now` (Unix seconds, the current time when nil) is what a token's times are judged at.
+  public func authenticate(authorizationHeader: String?, now: Int? = nil) -> AuthResult {
     guard let header = authorizationHeader else { return .missing }
     guard let key = Self.bearerToken(header) else { return .invalid }
+    if TokenVerifier.isToken(key) {
+      switch tokens.verify(key, now: now ?? Int(Date().timeIntervalSince1970)) {
+      case .success(let principal): return .ok(principal)
+      case .failure(let error): return .refused(error)
+      }
+    }
+    guard key.utf8.count <= Self.maximumKeyLength else { return .invalid }
     let digest = SHA256.hash(key.utf8)
     var match: Int = -1
     // Every entry is compared, whatever the outcome of earlier comparisons.
@@ -91,7 +115,8 @@ public struct Authenticator: Sendable {
 
   /// The token of a `Bearer` credential (scheme case-insensitive, RFC 9110 §11.4), or nil.
   ///
-  /// The token must be 1…`maximumKeyLength` visible ASCII characters with no spaces or commas.
+  /// The credential must be 1…`TokenVerifier.maximumTokenLength` visible ASCII characters
+  /// with no spaces or commas.
   static func bearerToken<S: StringProtocol>(_ header: S) -> Substring? {
     let value = header.trimmingASCIIWhitespace()
     let utf8 = value.utf8
@@ -103,7 +128,7 @@ public struct Authenticator: Sendable {
       return nil
     }
     let token = value[afterScheme...].trimmingASCIIWhitespace()
-    guard !token.isEmpty, token.utf8.count <= maximumKeyLength,
+    guard !token.isEmpty, token.utf8.count <= TokenVerifier.maximumTokenLength,
       token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") })
     else { return nil }
     return token

@@ -19,7 +19,11 @@ final class AttachmentServer {
   private let server: Server
   private let stopped = DispatchSemaphore(value: 0)
 
-  init(configure: (inout Application.Configuration) -> Void = { _ in }) throws {
+  /// `accessLog` and `eventLog` are off unless a test reads them.
+  init(
+    accessLog: AccessLog = AccessLog(sink: .off), eventLog: EventLog = EventLog(sink: .off),
+    configure: (inout Application.Configuration) -> Void = { _ in }
+  ) throws {
     directory = try LiveTesting.temporaryDirectory()
     var config = Application.Configuration()
     config.server.port = 0
@@ -36,7 +40,7 @@ final class AttachmentServer {
     config.signing.secret = "test-signing-secret-0123456789abcdef"
     configure(&config)
     try config.validate()
-    app = Application(configuration: config, accessLog: AccessLog(sink: .off), eventLog: EventLog(sink: .off))
+    app = Application(configuration: config, accessLog: accessLog, eventLog: eventLog)
     if let failure = app.storageFailure { throw CocoaError(.fileReadUnknown, userInfo: ["detail": failure]) }
     server = try app.makeServer(handleSignals: false)
     base = "http://127.0.0.1:\(server.localPort)"
