@@ -66,8 +66,10 @@ final class CurlTransfer {
 
   /// One header line (with its CRLF), a status line, or the blank line that ends a header block.
   func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
-    var text = String(decoding: line, as: UTF8.self)
-    while let last = text.last, last == "\n" || last == "\r" { text.removeLast() }
+    // Bytes, not Characters: "\r\n" is one Character, which a check for "\n" does not match.
+    var end = line.count
+    while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
+    let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<end]), as: UTF8.self)
     if text.hasPrefix("HTTP/") {
       // A new response (after `100 Continue`, or a retry on a fresh connection) starts over.
       let fields = text.split(separator: " ", maxSplits: 2)
