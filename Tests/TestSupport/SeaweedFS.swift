@@ -120,10 +120,12 @@ public final class SeaweedFS: Sendable {
     while waitpid(running.pid, &status, 0) == -1 && errno == EINTR {}
     kill(running.watchdog, SIGKILL)
     while waitpid(running.watchdog, &status, 0) == -1 && errno == EINTR {}
-    // gRPC sockets it names after its ports; the others live in `directory`.
-    for (name, port) in zip(["master", "volume", "filer", "s3", "admin"], ports) {
-      unlink("/tmp/seaweedfs-\(name)-grpc-\(port + 10_000).sock")
-    }
+    for path in grpcSockets { unlink(path) }
+  }
+
+  /// The gRPC sockets `weed` names after its ports in /tmp (the others are in `directory`).
+  private var grpcSockets: [String] {
+    zip(["master", "volume", "filer", "s3", "admin"], ports).map { "/tmp/seaweedfs-\($0)-grpc-\($1 + 10_000).sock" }
   }
 
   /// Starts the stopped server again on the same ports and data.
@@ -162,12 +164,12 @@ public final class SeaweedFS: Sendable {
     // Kills the server and removes its files should this test process die without stopping it.
     let script = """
       while kill -0 "$1" 2>/dev/null; do sleep 1; done
-      kill -9 "$2" 2>/dev/null; rm -rf "$3"
+      kill -9 "$2" 2>/dev/null; sleep 1; rm -rf "$3"; shift 3; rm -f "$@"
       """
     let watchdog: Int32
     do {
       watchdog = try spawn(
-        "/bin/sh", ["-c", script, "seaweedfs-watchdog", String(getpid()), String(pid), directory],
+        "/bin/sh", ["-c", script, "seaweedfs-watchdog", String(getpid()), String(pid), directory] + grpcSockets,
         output: "/dev/null")
     } catch {
       kill(pid, SIGKILL)
