@@ -64,11 +64,16 @@ extension S3Client {
         + (1..<max(1, retry.maxAttempts)).reduce(0) { $0 + retry.maximumDelay(beforeAttempt: $1 + 1) }
     }
 
-    /// `text` with each credential replaced by `<redacted>`, for anything bound for a log line.
+    /// `text` with each credential, and any signature or credential scope a server quoted back
+    /// from an Authorization header, replaced by `<redacted>`: for anything bound for a log line.
     func redact(_ text: String) -> String {
       var text = text
       for secret in [secretAccessKey, accessKeyId] where !secret.isEmpty {
         text = text.replacingOccurrences(of: secret, with: "<redacted>")
+      }
+      for pattern in ["(?i)authorization", "(?i)credential=[^ ,]*", "(?i)signature=[^ ,]*"]
+      where text.range(of: pattern, options: .regularExpression) != nil {
+        text = text.replacingOccurrences(of: pattern, with: "<redacted>", options: .regularExpression)
       }
       return text
     }
