@@ -111,6 +111,10 @@ extension S3Client {
   }
 
   /// The parts uploaded so far, in number order (every page of ListParts).
+  ///
+  /// A part number uploaded twice is listed once by AWS; SeaweedFS 4.48 lists every upload of it.
+  /// Identical entries (a retried upload of the same bytes) are merged here; differing ones are
+  /// kept as the server sent them, and completion uses the ETags the caller passes.
   public func listParts(_ upload: S3MultipartUpload) throws -> [S3UploadedPart] {
     let operation = "LIST PARTS \(upload.key)"
     var parts: [S3UploadedPart] = []
@@ -127,7 +131,8 @@ extension S3Client {
         guard let number = entry.value("PartNumber").flatMap({ Int($0) }), let etag = entry.value("ETag"),
           let size = entry.value("Size").flatMap({ Int($0) })
         else { throw StorageError(.io, "S3 \(operation): a part without PartNumber, ETag or Size") }
-        parts.append(S3UploadedPart(number: number, etag: etag, size: size))
+        let part = S3UploadedPart(number: number, etag: etag, size: size)
+        if !parts.contains(part) { parts.append(part) }
       }
       let next = root.value("NextPartNumberMarker")
       marker = root.value("IsTruncated") == "true" && next != marker ? next : nil
