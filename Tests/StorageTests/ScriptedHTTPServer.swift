@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// One thread per connection, keep-alive, `100 Continue` when asked, bodies by Content-Length
 /// only (a chunked request is recorded and answered 411). Every socket read is bounded (10 s),
-/// and `stop()` closes everything.
+/// and `stop()` (which the test must call: the accept thread keeps the server alive) closes
+/// everything.
 final class ScriptedHTTPServer: Sendable {
   /// A request as it arrived.
   struct Request: Sendable {
@@ -64,8 +65,6 @@ final class ScriptedHTTPServer: Sendable {
     port = Int(UInt16(bigEndian: address.sin_port))
     Thread { [self] in acceptLoop() }.start()
   }
-
-  deinit { stop() }
 
   /// Every request so far, in arrival order.
   var requests: [Request] { recorded.withLock { $0 } }

@@ -118,6 +118,7 @@ extension S3Client {
   public func listParts(_ upload: S3MultipartUpload) throws -> [S3UploadedPart] {
     let operation = "LIST PARTS \(upload.key)"
     var parts: [S3UploadedPart] = []
+    var seen: Set<S3UploadedPart> = []
     var marker: String? = nil
     repeat {
       var query = [("uploadId", upload.uploadId), ("max-parts", "1000")]
@@ -132,7 +133,7 @@ extension S3Client {
           let size = entry.value("Size").flatMap({ Int($0) })
         else { throw StorageError(.io, "S3 \(operation): a part without PartNumber, ETag or Size") }
         let part = S3UploadedPart(number: number, etag: etag, size: size)
-        if !parts.contains(part) { parts.append(part) }
+        if seen.insert(part).inserted { parts.append(part) }
       }
       let next = root.value("NextPartNumberMarker")
       marker = root.value("IsTruncated") == "true" && next != marker ? next : nil
