@@ -136,7 +136,8 @@ public final class FileBlobStore: BlobStore {
     defer { chunk.deallocate() }
     var offset = wanted.lowerBound
     while offset < wanted.upperBound {
-      let space = UnsafeMutableRawBufferPointer(rebasing: chunk[0..<min(chunk.count, wanted.upperBound - offset)])
+      let space = UnsafeMutableRawBufferPointer(
+        rebasing: chunk[0..<min(chunk.count, wanted.upperBound - offset)])
       let count = try FileSystem.readAll(fd, into: space, at: offset, path: path)
       guard count == space.count else { throw StorageError(.corrupt, "blob \(hash) shorter than its size") }
       try body(UnsafeRawBufferPointer(space))

@@ -25,7 +25,8 @@ public final class S3BlobStore: BlobStore {
     public var refreshAge: TimeInterval
 
     /// A configuration with the default prefix and refresh age.
-    public init(client: S3Client.Configuration, keyPrefix: String = "blobs/", refreshAge: TimeInterval = 600) {
+    public init(client: S3Client.Configuration, keyPrefix: String = "blobs/", refreshAge: TimeInterval = 600)
+    {
       self.client = client
       self.keyPrefix = keyPrefix
       self.refreshAge = refreshAge
@@ -38,7 +39,8 @@ public final class S3BlobStore: BlobStore {
       guard keyPrefix.isEmpty || (keyPrefix.hasSuffix("/") && !keyPrefix.hasPrefix("/")),
         keyPrefix.utf8.count <= 512
       else {
-        throw StorageError(.invalidArgument, "s3: keyPrefix must be empty or end in / (not start with it), ≤ 512 bytes")
+        throw StorageError(
+          .invalidArgument, "s3: keyPrefix must be empty or end in / (not start with it), ≤ 512 bytes")
       }
       guard refreshAge >= 0, refreshAge.isFinite else {
         throw StorageError(.invalidArgument, "s3: refreshAge must be a finite number of seconds ≥ 0")
@@ -100,9 +102,9 @@ public final class S3BlobStore: BlobStore {
 
   public func read(_ hash: BlobHash, range: Range<Int>?) throws -> [UInt8] {
     var bytes: [UInt8] = []
-    try read(hash, range: range, start: { bytes.reserveCapacity($0.range.count) }) {
-      bytes.append(contentsOf: $0)
-    }
+    try read(
+      hash, range: range, start: { bytes.reserveCapacity($0.range.count) },
+      body: { bytes.append(contentsOf: $0) })
     return bytes
   }
 
@@ -112,7 +114,8 @@ public final class S3BlobStore: BlobStore {
   ) throws {
     do {
       try client.getObject(
-        key(for: hash), range: range, start: { try start(BlobReadStart(size: $0.objectSize, range: $0.range)) },
+        key(for: hash), range: range,
+        start: { try start(BlobReadStart(size: $0.objectSize, range: $0.range)) },
         body: body)
     } catch let error as StorageError where error.code == .notFound {
       throw StorageError(.notFound, "blob \(hash)")

@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// PUT and GET throughput of 1 MB and 20 MB blobs, S3BlobStore on a local SeaweedFS against
 /// FileBlobStore, run by hand: `ATTACHD_S3_BENCH=1 swift test --filter BlobStoreBenchTests`.
@@ -48,10 +48,12 @@ struct BlobStoreBenchTests {
     let stores: [(String, any BlobStore)] = [
       ("FileBlobStore", try FileBlobStore(root: directory.path)),
       (
-        "S3BlobStore", try S3BlobStore(configuration: S3BlobStore.Configuration(client: SharedBucket.configuration("bench")))
+        "S3BlobStore",
+        try S3BlobStore(configuration: S3BlobStore.Configuration(client: SharedBucket.configuration("bench")))
       ),
     ]
-    var report = "store          size    rounds  PUT MB/s (ms each)  GET stream MB/s (ms)  GET read MB/s (ms)\n"
+    var report =
+      "store          size    rounds  PUT MB/s (ms each)  GET stream MB/s (ms)  GET read MB/s (ms)\n"
     for (size, rounds) in [(1_000_000, 40), (20_000_000, 6)] {
       for (name, store) in stores {
         _ = try Self.measure(store, size: size, rounds: 2)  // warm-up: connections, shard directories
@@ -60,7 +62,8 @@ struct BlobStoreBenchTests {
         func cell(_ seconds: Double) -> String {
           String(format: "%8.0f (%6.1f)", megabytes / seconds, seconds * 1000 / Double(rounds))
         }
-        report += name.padding(toLength: 15, withPad: " ", startingAt: 0)
+        report +=
+          name.padding(toLength: 15, withPad: " ", startingAt: 0)
           + String(format: "%4d MB  %6d  ", size / 1_000_000, rounds)
           + "\(cell(figures.put))    \(cell(figures.stream))      \(cell(figures.read))\n"
       }

@@ -183,7 +183,7 @@ struct BlobStoreFactory: Sendable, CustomTestStringConvertible {
     ] as [(Range<Int>?, Range<Int>)] {
       var starts: [BlobReadStart] = []
       var chunks: [[UInt8]] = []
-      try store.read(hash, range: range, start: { starts.append($0) }) { chunks.append(Array($0)) }
+      try store.read(hash, range: range, start: { starts.append($0) }, body: { chunks.append(Array($0)) })
       #expect(starts == [BlobReadStart(size: bytes.count, range: expected)], "\(String(describing: range))")
       #expect(chunks.flatMap { $0 } == Array(bytes[expected]), "\(String(describing: range))")
       #expect(!chunks.contains { $0.isEmpty })
@@ -205,7 +205,9 @@ struct BlobStoreFactory: Sendable, CustomTestStringConvertible {
       }
     }
     #expect(calls == 1)
-    #expect(throws: ClientGone.self) { try store.read(hash, range: nil, start: { _ in throw ClientGone() }) { _ in } }
+    #expect(throws: ClientGone.self) {
+      try store.read(hash, range: nil, start: { _ in throw ClientGone() }, body: { _ in })
+    }
     // The store is fine afterwards.
     #expect(try store.read(hash, range: 0..<3) == Array(sampleBytes(800_000, seed: 11)[0..<3]))
   }
@@ -217,7 +219,9 @@ struct BlobStoreFactory: Sendable, CustomTestStringConvertible {
     var started = false
     for range in [nil, 0..<10, 5..<5] as [Range<Int>?] {
       let error = #expect(throws: StorageError.self) {
-        try store.read(BlobHash.of(sampleBytes(10, seed: 12)), range: range, start: { _ in started = true }) { _ in }
+        try store.read(
+          BlobHash.of(sampleBytes(10, seed: 12)), range: range, start: { _ in started = true }, body: { _ in }
+        )
       }
       #expect(error?.code == .notFound)
     }

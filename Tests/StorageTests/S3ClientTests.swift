@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// The S3 client against a real SeaweedFS: objects, awkward keys, ranges, listing pages.
 @Suite(.timeLimit(.minutes(2)))
@@ -90,7 +90,8 @@ struct S3ClientTests {
     var all: [String] = []
     try client.forEachObject(prefix: listing, pageSize: 10) { all.append($0.key) }
     #expect(all == keys)
-    let last = try client.listObjects(prefix: listing, continuationToken: second.nextContinuationToken, maxKeys: 10)
+    let last = try client.listObjects(
+      prefix: listing, continuationToken: second.nextContinuationToken, maxKeys: 10)
     #expect(last.objects.count == 5 && last.nextContinuationToken == nil)
   }
 
@@ -108,13 +109,17 @@ struct S3ClientTests {
       try client.putObject(key, body: .file(path: path, range: 0..<1_500_001))
     }
     #expect(outside?.code == .invalidArgument)
-    let missing = #expect(throws: StorageError.self) { try client.putObject(key, body: .file(path: path + ".no")) }
+    let missing = #expect(throws: StorageError.self) {
+      try client.putObject(key, body: .file(path: path + ".no"))
+    }
     #expect(missing?.code == .notFound)
   }
 
   @Test func aWrongPayloadHashIsRefusedBeforeAnythingIsSent() throws {
     let bad = #expect(throws: StorageError.self) {
-      try [UInt8(1)].withUnsafeBytes { _ = try client.putObject(prefix + "x", body: .bytes($0), sha256: "ABC") }
+      try [UInt8(1)].withUnsafeBytes {
+        _ = try client.putObject(prefix + "x", body: .bytes($0), sha256: "ABC")
+      }
     }
     #expect(bad?.code == .invalidArgument)
   }

@@ -1,7 +1,7 @@
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// No credential in any error or description: every failure is forced and its text searched for
 /// the secret, the access key id and any trace of an Authorization header.
@@ -12,7 +12,10 @@ struct S3CredentialTests {
 
   /// The text a log line would get from `error`, in every form it could be printed.
   static func texts(of error: any Error) -> [String] {
-    [String(describing: error), String(reflecting: error), "\(error)", (error as? StorageError)?.detail ?? ""]
+    [
+      String(describing: error), String(reflecting: error), "\(error)",
+      (error as? StorageError)?.detail ?? "",
+    ]
   }
 
   static func expectClean(_ error: (any Error)?, forbidden: [String], _ context: String) {
@@ -44,13 +47,15 @@ struct S3CredentialTests {
         and secret \(Self.secretAccessKey)</Message><AWSAccessKeyId>\(Self.accessKeyId)</AWSAccessKeyId>\
         <StringToSign>\(quoted)</StringToSign></Error>
         """
-      return .respond(index % 2 == 0 ? 403 : 503, headers: [("x-amz-request-id", Self.accessKeyId)],
+      return .respond(
+        index % 2 == 0 ? 403 : 503, headers: [("x-amz-request-id", Self.accessKeyId)],
         body: Array(document.utf8))
     }
     defer { server.stop() }
     let client = try S3Client(configuration: Self.configuration(port: server.port))
     let forbidden = [Self.accessKeyId, Self.secretAccessKey]
-    Self.expectClean(#expect(throws: StorageError.self) { try client.headObject("k") }, forbidden: forbidden, "HEAD")
+    Self.expectClean(
+      #expect(throws: StorageError.self) { try client.headObject("k") }, forbidden: forbidden, "HEAD")
     Self.expectClean(
       #expect(throws: StorageError.self) { try client.getObject("k") { _ in } }, forbidden: forbidden, "403")
     // A 503 first, then the 403: the retry path words its error differently.
@@ -93,9 +98,11 @@ struct S3CredentialTests {
       #expect(put?.code == .io)
       Self.expectClean(put, forbidden: forbidden, "put")
       Self.expectClean(
-        #expect(throws: StorageError.self) { try client.listObjects(prefix: "") }, forbidden: forbidden, "list")
+        #expect(throws: StorageError.self) { try client.listObjects(prefix: "") }, forbidden: forbidden,
+        "list")
       Self.expectClean(
-        #expect(throws: StorageError.self) { try client.getObject("k") { _ in } }, forbidden: forbidden, "get")
+        #expect(throws: StorageError.self) { try client.getObject("k") { _ in } }, forbidden: forbidden, "get"
+      )
     }
   }
 
@@ -107,7 +114,8 @@ struct S3CredentialTests {
     dump(configuration, to: &dumped)
     dump(store, to: &dumped)
     for text in [
-      String(describing: configuration), String(reflecting: configuration), "\(store)", String(reflecting: store),
+      String(describing: configuration), String(reflecting: configuration), "\(store)",
+      String(reflecting: store),
       dumped,
     ] {
       for word in forbidden { #expect(!text.contains(word), "\(text)") }
@@ -116,6 +124,7 @@ struct S3CredentialTests {
     var broken = configuration
     broken.secretAccessKey += " with space"
     broken.accessKeyId = "AKIA\u{1}"
-    Self.expectClean(#expect(throws: StorageError.self) { try broken.validate() }, forbidden: forbidden, "validate")
+    Self.expectClean(
+      #expect(throws: StorageError.self) { try broken.validate() }, forbidden: forbidden, "validate")
   }
 }

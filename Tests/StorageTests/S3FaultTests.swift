@@ -1,7 +1,7 @@
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// The object store going away and coming back, with a SeaweedFS of this suite's own: every
 /// operation fails as `.unavailable` within the configured bounds, and the same `S3BlobStore`

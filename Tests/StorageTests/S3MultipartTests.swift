@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// Multipart uploads against SeaweedFS: parts of 5 MiB and a short last one, in any order, from
 /// memory and from file ranges; listing parts and pending uploads; abort.
@@ -38,7 +38,9 @@ struct S3MultipartTests {
     let listed = try client.listParts(upload)
     #expect(listed.map(\.number) == [1, 2, 3])
     #expect(listed.map(\.size) == [Self.partSize, Self.partSize, 1_234])
-    let unquoted: (S3UploadedPart) -> String = { $0.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+    let unquoted: (S3UploadedPart) -> String = {
+      $0.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
     #expect(listed.map(unquoted) == [first, second, third].map(unquoted))
     let pending = try client.listMultipartUploads(prefix: prefix)
     #expect(pending.map(\.upload).contains(upload))
@@ -59,7 +61,9 @@ struct S3MultipartTests {
   @Test func aReuploadedPartReplacesTheEarlierOne() throws {
     let key = prefix + "replaced"
     let upload = try client.createMultipartUpload(key)
-    _ = try [UInt8](repeating: 1, count: 10).withUnsafeBytes { try client.uploadPart(upload, number: 1, body: .bytes($0)) }
+    _ = try [UInt8](repeating: 1, count: 10).withUnsafeBytes {
+      try client.uploadPart(upload, number: 1, body: .bytes($0))
+    }
     let again = try [UInt8](repeating: 2, count: 20).withUnsafeBytes {
       try client.uploadPart(upload, number: 1, body: .bytes($0))
     }
@@ -103,18 +107,23 @@ struct S3MultipartTests {
       [full, full],
     ]
     for parts in cases {
-      let error = #expect(throws: StorageError.self) { try offline.completeMultipartUpload(upload, parts: parts) }
+      let error = #expect(throws: StorageError.self) {
+        try offline.completeMultipartUpload(upload, parts: parts)
+      }
       #expect(error?.code == .invalidArgument, "\(parts.map(\.number))")
     }
     for number in [0, 10_001] {
       let error = #expect(throws: StorageError.self) {
-        try [UInt8(1)].withUnsafeBytes { _ = try offline.uploadPart(upload, number: number, body: .bytes($0)) }
+        try [UInt8(1)].withUnsafeBytes {
+          _ = try offline.uploadPart(upload, number: number, body: .bytes($0))
+        }
       }
       #expect(error?.code == .invalidArgument)
     }
     // The last part alone may be small.
     let unreachable = #expect(throws: StorageError.self) {
-      try offline.completeMultipartUpload(upload, parts: [full, S3UploadedPart(number: 3, etag: "\"c\"", size: 1)])
+      try offline.completeMultipartUpload(
+        upload, parts: [full, S3UploadedPart(number: 3, etag: "\"c\"", size: 1)])
     }
     #expect(unreachable?.code == .unavailable)
   }

@@ -45,7 +45,9 @@ import Testing
 
   @Test func pathsAndQueriesAreEncodedAsSigV4Wants() {
     #expect(S3URI.encodePath("a b+c~d/é/日.jpg") == "a%20b%2Bc~d/%C3%A9/%E6%97%A5.jpg")
-    #expect(S3URI.encodePath("A-Z_a.z0~9!*'();:@&=$,?#[]%") == "A-Z_a.z0~9%21%2A%27%28%29%3B%3A%40%26%3D%24%2C%3F%23%5B%5D%25")
+    #expect(
+      S3URI.encodePath("A-Z_a.z0~9!*'();:@&=$,?#[]%")
+        == "A-Z_a.z0~9%21%2A%27%28%29%3B%3A%40%26%3D%24%2C%3F%23%5B%5D%25")
     #expect(S3URI.encodeComponent("a/b c") == "a%2Fb%20c")
     #expect(
       S3URI.query([("uploads", ""), ("prefix", "x y"), ("b", "2"), ("b", "1"), ("list-type", "2")])
@@ -71,7 +73,9 @@ import Testing
     #expect(S3Date.parseHTTP("Tue, 01 Dec 2026 19:12:42 GMT") == expected)
     #expect(S3Date.parseISO8601("1970-01-01T00:00:00.000Z") == Date(timeIntervalSince1970: 0))
     #expect(S3Date.parseISO8601("2024-02-29T23:59:59Z") == Date(timeIntervalSince1970: 1_709_251_199))
-    for bad in ["", "2026-13-01T00:00:00Z", "2026-12-01 19:12:42Z", "2026-12-01T19:12:42", "2026-12-01T19:12:42.Z"] {
+    for bad in [
+      "", "2026-13-01T00:00:00Z", "2026-12-01 19:12:42Z", "2026-12-01T19:12:42", "2026-12-01T19:12:42.Z",
+    ] {
       #expect(S3Date.parseISO8601(bad) == nil, "\(bad)")
     }
     #expect(S3Date.parseHTTP("Tue, 01 Foo 2026 19:12:42 GMT") == nil)
@@ -84,14 +88,17 @@ import Testing
     try good.validate()
     try S3BlobStore.Configuration(client: good, keyPrefix: "").validate()
     var variants: [(String, (inout S3Client.Configuration) -> Void)] = []
-    for endpoint in ["ftp://h", "http://", "http://u:p@h", "http://h/path", "http://h?q", "http://h:0", "h:80"] {
+    for endpoint in [
+      "ftp://h", "http://", "http://u:p@h", "http://h/path", "http://h?q", "http://h:0", "h:80",
+    ] {
       variants.append(("endpoint", { $0.endpoint = endpoint }))
     }
     for bucket in ["ab", "UPPER", "-dash", "dash-", "under_score", String(repeating: "a", count: 64)] {
       variants.append(("bucket", { $0.bucket = bucket }))
     }
     variants += [
-      ("region", { $0.region = "" }), ("region", { $0.region = "a:b" }), ("accessKeyId", { $0.accessKeyId = "" }),
+      ("region", { $0.region = "" }), ("region", { $0.region = "a:b" }),
+      ("accessKeyId", { $0.accessKeyId = "" }),
       ("secret", { $0.secretAccessKey = "with space" }), ("connect", { $0.timeouts.connect = 0 }),
       ("idle", { $0.timeouts.idle = 0.5 }), ("request", { $0.timeouts.request = .infinity }),
       ("attempts", { $0.retry.maxAttempts = 0 }), ("delay", { $0.retry.baseDelay = 3 }),
@@ -109,6 +116,8 @@ import Testing
         try S3BlobStore.Configuration(client: good, keyPrefix: prefix).validate()
       }
     }
-    #expect(throws: StorageError.self) { try S3BlobStore.Configuration(client: good, refreshAge: -1).validate() }
+    #expect(throws: StorageError.self) {
+      try S3BlobStore.Configuration(client: good, refreshAge: -1).validate()
+    }
   }
 }

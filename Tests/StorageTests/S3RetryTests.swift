@@ -25,7 +25,8 @@ struct S3RetryTests {
   @Test(arguments: [500, 502, 503, 504])
   func aServerErrorIsRetriedUntilItSucceeds(status: Int) throws {
     let server = try ScriptedHTTPServer { _, index in
-      index < 2 ? .respond(status, body: Self.xmlError("SlowDown")) : .respond(200, headers: [("ETag", "\"ok\"")])
+      index < 2
+        ? .respond(status, body: Self.xmlError("SlowDown")) : .respond(200, headers: [("ETag", "\"ok\"")])
     }
     defer { server.stop() }
     let etag = try [UInt8(1), 2, 3].withUnsafeBytes {
@@ -46,8 +47,10 @@ struct S3RetryTests {
     #expect(error?.description.contains("503") == true)
   }
 
-  @Test(arguments: [(400, StorageError.Code.io), (403, .io), (404, .notFound), (405, .io), (409, .conflict),
-    (412, .conflict), (429, .io)])
+  @Test(arguments: [
+    (400, StorageError.Code.io), (403, .io), (404, .notFound), (405, .io), (409, .conflict),
+    (412, .conflict), (429, .io),
+  ])
   func aClientErrorIsNeverRetried(status: Int, code: StorageError.Code) throws {
     let server = try ScriptedHTTPServer { _, _ in .respond(status, body: Self.xmlError("Scripted\(status)")) }
     defer { server.stop() }
@@ -79,12 +82,13 @@ struct S3RetryTests {
       let range = request.header("range") ?? ""
       let first = Int(range.dropFirst(6).prefix { $0 != "-" }) ?? 0
       return .respond(
-        206, headers: headers + [("Content-Range", "bytes \(first)-299999/300000")], body: Array(object[first...]))
+        206, headers: headers + [("Content-Range", "bytes \(first)-299999/300000")],
+        body: Array(object[first...]))
     }
     defer { server.stop() }
     var starts = 0
     var read: [UInt8] = []
-    try Self.client(port: server.port).getObject("k", start: { _ in starts += 1 }) { read += $0 }
+    try Self.client(port: server.port).getObject("k", start: { _ in starts += 1 }, body: { read += $0 })
     #expect(read == object)
     #expect(starts == 1)
     let requests = server.requests

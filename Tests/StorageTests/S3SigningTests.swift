@@ -20,7 +20,8 @@ let pathLikeKeys = ["a/../b", "./dot/./x", "double//slash", "trailing/", "/leadi
 struct S3SigningTests {
   static let accessKeyId = "AKIACAPTURE0123456789"
   static let secretAccessKey = "capture/Secret+Key=0123456789abcdefABCDEF"
-  let verifier = SigV4Verifier(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey, region: "eu-west-3")
+  let verifier = SigV4Verifier(
+    accessKeyId: accessKeyId, secretAccessKey: secretAccessKey, region: "eu-west-3")
 
   static func client(for server: ScriptedHTTPServer, bucket: String = "capture-bucket") throws -> S3Client {
     try S3Client(
@@ -34,7 +35,8 @@ struct S3SigningTests {
   func awkwardKeysAreSentCanonicallyAndSignedAsAWSWouldCheck(key: String) throws {
     let server = try ScriptedHTTPServer { request, _ in
       request.method == "HEAD"
-        ? .respond(200, headers: [("Last-Modified", "Tue, 01 Dec 2026 19:12:42 GMT"), ("Content-Length", "3")])
+        ? .respond(
+          200, headers: [("Last-Modified", "Tue, 01 Dec 2026 19:12:42 GMT"), ("Content-Length", "3")])
         : .respond(200, headers: [("ETag", "\"e\"")])
     }
     defer { server.stop() }
@@ -54,7 +56,8 @@ struct S3SigningTests {
     let listing = """
       <?xml version="1.0" encoding="UTF-8"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>
       """
-    let initiated = "<InitiateMultipartUploadResult><UploadId>id/with+odd=chars</UploadId></InitiateMultipartUploadResult>"
+    let initiated =
+      "<InitiateMultipartUploadResult><UploadId>id/with+odd=chars</UploadId></InitiateMultipartUploadResult>"
     let server = try ScriptedHTTPServer { request, _ in
       switch (request.method, request.target) {
       case ("GET", let target) where target.contains("list-type"):
@@ -64,7 +67,10 @@ struct S3SigningTests {
       case ("POST", let target) where target.contains("uploads="):
         .respond(200, body: Array(initiated.utf8))
       case ("POST", _):
-        .respond(200, body: Array("<CompleteMultipartUploadResult><ETag>\"x-2\"</ETag></CompleteMultipartUploadResult>".utf8))
+        .respond(
+          200,
+          body: Array(
+            "<CompleteMultipartUploadResult><ETag>\"x-2\"</ETag></CompleteMultipartUploadResult>".utf8))
       default:
         .respond(200, headers: [("ETag", "\"p\"")])
       }
@@ -100,7 +106,9 @@ struct S3SigningTests {
     let uploadQuery = [("uploadId", "id/with+odd=chars")]
     #expect(verifier.problem(with: requests[4], bucket: bucket, key: key, query: uploadQuery) == nil)
     #expect(verifier.problem(with: requests[5], bucket: bucket, key: key, query: uploadQuery) == nil)
-    #expect(String(decoding: requests[4].body, as: UTF8.self).contains("<PartNumber>1</PartNumber><ETag>\"p\"</ETag>"))
+    #expect(
+      String(decoding: requests[4].body, as: UTF8.self).contains(
+        "<PartNumber>1</PartNumber><ETag>\"p\"</ETag>"))
   }
 
   @Test func payloadHashIsTheSHA256OfTheBytesSentAndEveryBodyIsSized() throws {
@@ -120,13 +128,16 @@ struct S3SigningTests {
     let upload = S3MultipartUpload(key: "multi", uploadId: "u")
     _ = try client.uploadPart(upload, number: 2, body: .file(path: file, range: 7..<1_000_007))
 
-    let expected = [memory, [], fileBytes, Array(fileBytes[1_000..<2_501_000]), Array(fileBytes[7..<1_000_007])]
+    let expected = [
+      memory, [], fileBytes, Array(fileBytes[1_000..<2_501_000]), Array(fileBytes[7..<1_000_007]),
+    ]
     let requests = server.requests
     try #require(requests.count == expected.count)
     for (request, bytes) in zip(requests, expected) {
       #expect(request.body == bytes, "\(request.target)")
       // Computed here from the bytes that arrived, not from anything the client reports.
-      #expect(request.header("x-amz-content-sha256") == Hex.encode(SHA256.hash(request.body)), "\(request.target)")
+      #expect(
+        request.header("x-amz-content-sha256") == Hex.encode(SHA256.hash(request.body)), "\(request.target)")
       #expect(request.header("content-length") == String(bytes.count), "\(request.target)")
       #expect(request.header("transfer-encoding") == nil, "\(request.target)")
       #expect(request.header("authorization")?.contains("x-amz-content-sha256") == true)
@@ -137,11 +148,14 @@ struct S3SigningTests {
   @Test func theVerifierRefusesWhatAWSWouldRefuse() throws {
     let server = try ScriptedHTTPServer { _, _ in .respond(200, headers: [("ETag", "\"e\"")]) }
     defer { server.stop() }
-    try Array("abc".utf8).withUnsafeBytes { _ = try Self.client(for: server).putObject("a b", body: .bytes($0)) }
+    try Array("abc".utf8).withUnsafeBytes {
+      _ = try Self.client(for: server).putObject("a b", body: .bytes($0))
+    }
     let request = try #require(server.requests.first)
     #expect(verifier.problem(with: request, bucket: "capture-bucket", key: "a b") == nil)
     // Another secret, another key, a changed signed header, another payload hash: all refused.
-    let wrongSecret = SigV4Verifier(accessKeyId: Self.accessKeyId, secretAccessKey: "other", region: "eu-west-3")
+    let wrongSecret = SigV4Verifier(
+      accessKeyId: Self.accessKeyId, secretAccessKey: "other", region: "eu-west-3")
     #expect(wrongSecret.problem(with: request, bucket: "capture-bucket", key: "a b") != nil)
     #expect(verifier.problem(with: request, bucket: "capture-bucket", key: "a+b") != nil)
     var changed = request

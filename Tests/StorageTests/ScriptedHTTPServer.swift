@@ -74,7 +74,9 @@ final class ScriptedHTTPServer: Sendable {
     guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
     shutdown(listener, Int32(SHUT_RDWR))
     close(listener)
-    connections.withLock { $0.forEach { shutdown($0, Int32(SHUT_RDWR)) } }
+    connections.withLock { open in
+      for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
   }
 
   private func acceptLoop() {
@@ -104,7 +106,8 @@ final class ScriptedHTTPServer: Sendable {
       let lines = head.components(separatedBy: "\r\n")
       let requestLine = lines[0].split(separator: " ")
       guard requestLine.count == 3 else { return }
-      var request = Request(method: String(requestLine[0]), target: String(requestLine[1]), headers: [], body: [])
+      var request = Request(
+        method: String(requestLine[0]), target: String(requestLine[1]), headers: [], body: [])
       for line in lines.dropFirst() {
         guard let colon = line.firstIndex(of: ":") else { continue }
         request.headers.append(
@@ -115,7 +118,9 @@ final class ScriptedHTTPServer: Sendable {
         send(fd, Self.response(411, [], []))
         return
       }
-      if request.header("expect")?.lowercased() == "100-continue" { send(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
+      if request.header("expect")?.lowercased() == "100-continue" {
+        send(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+      }
       let length = Int(request.header("content-length") ?? "0") ?? 0
       guard fill(fd, &buffer, until: { $0.count >= length ? length : nil }) != nil else { return }
       request.body = Array(buffer.prefix(length))
@@ -160,25 +165,32 @@ final class ScriptedHTTPServer: Sendable {
     let bytes = Array(bytes)
     var offset = 0
     while offset < bytes.count {
-      let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+      let sent = bytes.withUnsafeBytes {
+        Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+      }
       if sent < 0 && errno == EINTR { continue }
       guard sent > 0 else { return }
       offset += sent
     }
   }
 
-  private static func response(_ status: Int, _ headers: [(String, String)], _ body: [UInt8], head: Bool = false)
+  private static func response(
+    _ status: Int, _ headers: [(String, String)], _ body: [UInt8], head: Bool = false
+  )
     -> [UInt8]
   {
     var text = "HTTP/1.1 \(status) Scripted\r\n"
     for (name, value) in headers { text += "\(name): \(value)\r\n" }
-    if !headers.contains(where: { $0.0.lowercased() == "content-length" }) { text += "Content-Length: \(body.count)\r\n" }
+    if !headers.contains(where: { $0.0.lowercased() == "content-length" }) {
+      text += "Content-Length: \(body.count)\r\n"
+    }
     return Array((text + "\r\n").utf8) + (head ? [] : body)
   }
 
   private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
     guard haystack.count >= needle.count else { return nil }
-    for index in 0...(haystack.count - needle.count) where haystack[index..<(index + needle.count)].elementsEqual(needle) {
+    for index in 0...(haystack.count - needle.count)
+    where haystack[index..<(index + needle.count)].elementsEqual(needle) {
       return index
     }
     return nil

@@ -65,7 +65,8 @@ struct SigV4Verifier {
 
   /// RFC 3986 percent-encoding by Foundation: everything but unreserved (and `/` in paths).
   static func encode(_ text: String, keepingSlash: Bool) -> String {
-    var allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    var allowed = CharacterSet(
+      charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
     if keepingSlash { allowed.insert("/") }
     return text.addingPercentEncoding(withAllowedCharacters: allowed)!
   }

@@ -31,7 +31,8 @@ public enum LoopbackHTTP {
     }
     guard connected else { return nil }
     let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
-    guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
+    guard
+      request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
     else { return nil }
     var response: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 16_384)

@@ -78,7 +78,8 @@ public final class SeaweedFS: Sendable {
     ports = try Self.freePortPairs(5)
     endpoint = "http://127.0.0.1:\(ports[3])"
     accessKeyId = "AKIA" + Self.randomString(16, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-    secretAccessKey = Self.randomString(40, alphabet: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/")
+    secretAccessKey = Self.randomString(
+      40, alphabet: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/")
     let identities = """
       {"identities":[{"name":"attachd-tests","credentials":[{"accessKey":"\(accessKeyId)",\
       "secretKey":"\(secretAccessKey)"}],"actions":["Admin","Read","Write","List","Tagging"]}]}
@@ -99,7 +100,8 @@ public final class SeaweedFS: Sendable {
   /// A bucket name no other suite or run uses (`label` lower-cased, plus random hex).
   public func uniqueBucketName(_ label: String) -> String {
     let cleaned = label.lowercased().filter { $0.isLetter && $0.isASCII || $0.isNumber }.prefix(40)
-    return "\(cleaned.isEmpty ? "test" : String(cleaned))-\(Self.randomString(12, alphabet: "0123456789abcdef"))"
+    return
+      "\(cleaned.isEmpty ? "test" : String(cleaned))-\(Self.randomString(12, alphabet: "0123456789abcdef"))"
   }
 
   /// The end of the server's output, for a failure message.
@@ -113,7 +115,11 @@ public final class SeaweedFS: Sendable {
 
   /// Kills the server at once (SIGKILL, as a crash would), waits for it, and keeps its data.
   public func stop() {
-    guard let running = process.withLock({ running -> Running? in defer { running = nil }; return running })
+    guard
+      let running = process.withLock({ running -> Running? in
+        defer { running = nil }
+        return running
+      })
     else { return }
     kill(running.pid, SIGKILL)
     var status: Int32 = 0
@@ -125,7 +131,9 @@ public final class SeaweedFS: Sendable {
 
   /// The gRPC sockets `weed` names after its ports in /tmp (the others are in `directory`).
   private var grpcSockets: [String] {
-    zip(["master", "volume", "filer", "s3", "admin"], ports).map { "/tmp/seaweedfs-\($0)-grpc-\($1 + 10_000).sock" }
+    zip(["master", "volume", "filer", "s3", "admin"], ports).map {
+      "/tmp/seaweedfs-\($0)-grpc-\($1 + 10_000).sock"
+    }
   }
 
   /// Starts the stopped server again on the same ports and data.
@@ -169,7 +177,8 @@ public final class SeaweedFS: Sendable {
     let watchdog: Int32
     do {
       watchdog = try spawn(
-        "/bin/sh", ["-c", script, "seaweedfs-watchdog", String(getpid()), String(pid), directory] + grpcSockets,
+        "/bin/sh",
+        ["-c", script, "seaweedfs-watchdog", String(getpid()), String(pid), directory] + grpcSockets,
         output: "/dev/null")
     } catch {
       kill(pid, SIGKILL)
@@ -214,10 +223,12 @@ public final class SeaweedFS: Sendable {
       posix_spawn_file_actions_addclose(&actions, fd)
     }
     let argv = ([path] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
+    defer { for argument in argv { free(argument) } }
     var pid: pid_t = 0
     let result = posix_spawn(&pid, path, &actions, nil, argv, environ)
-    guard result == 0 else { throw SeaweedFSError("posix_spawn \(path): \(String(cString: strerror(result)))") }
+    guard result == 0 else {
+      throw SeaweedFSError("posix_spawn \(path): \(String(cString: strerror(result)))")
+    }
     return pid
   }
 

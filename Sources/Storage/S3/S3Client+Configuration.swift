@@ -105,14 +105,16 @@ extension S3Client {
     private static func isValidBucket(_ bucket: String) -> Bool {
       let bytes = Array(bucket.utf8)
       let isAlphanumeric: (UInt8) -> Bool = {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+          || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
       }
       return (3...63).contains(bytes.count) && isAlphanumeric(bytes.first!) && isAlphanumeric(bytes.last!)
         && bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
 
     private static func isRegionByte(_ byte: UInt8) -> Bool {
-      (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+      (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
         || byte == UInt8(ascii: "-")
     }
 

@@ -50,7 +50,8 @@ extension S3Client {
       }
       let response = try send(operation) {
         S3Request(
-          method: "PUT", key: upload.key, query: [("partNumber", String(number)), ("uploadId", upload.uploadId)],
+          method: "PUT", key: upload.key,
+          query: [("partNumber", String(number)), ("uploadId", upload.uploadId)],
           upload: source, payloadSHA256: hash)
       }
       try check(response, operation)
@@ -67,7 +68,8 @@ extension S3Client {
   /// If an attempt's answer is lost after S3 completed the upload, the retry finds no such
   /// upload and this throws `.notFound`; `headObject(upload.key)` then tells whether it landed.
   @discardableResult
-  public func completeMultipartUpload(_ upload: S3MultipartUpload, parts: [S3UploadedPart]) throws -> String? {
+  public func completeMultipartUpload(_ upload: S3MultipartUpload, parts: [S3UploadedPart]) throws -> String?
+  {
     let operation = "COMPLETE MULTIPART \(upload.key)"
     guard !parts.isEmpty, parts.count <= Self.maximumPartCount else {
       throw StorageError(.invalidArgument, "\(operation): 1-\(Self.maximumPartCount) parts needed")
@@ -83,7 +85,8 @@ extension S3Client {
     }
     var document = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
     for part in parts {
-      document += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(Self.escapeXML(part.etag))</ETag></Part>"
+      document +=
+        "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(Self.escapeXML(part.etag))</ETag></Part>"
     }
     document += "</CompleteMultipartUpload>"
     let bytes = Array(document.utf8)
@@ -156,13 +159,17 @@ extension S3Client {
       let root = try Self.parseXML(response, operation)
       for entry in root.children("Upload") {
         guard let encoded = entry.value("Key"), let key = S3URI.decode(encoded, plusIsSpace: true),
-          let id = entry.value("UploadId"), let initiated = entry.value("Initiated").flatMap(S3Date.parseISO8601)
+          let id = entry.value("UploadId"),
+          let initiated = entry.value("Initiated").flatMap(S3Date.parseISO8601)
         else { throw StorageError(.io, "S3 \(operation): an upload without Key, UploadId or Initiated") }
-        uploads.append(S3PendingUpload(upload: S3MultipartUpload(key: key, uploadId: id), initiated: initiated))
+        uploads.append(
+          S3PendingUpload(upload: S3MultipartUpload(key: key, uploadId: id), initiated: initiated))
       }
       let nextKey = root.value("NextKeyMarker").flatMap { S3URI.decode($0, plusIsSpace: true) }
       let nextID = root.value("NextUploadIdMarker")
-      if root.value("IsTruncated") == "true", let nextKey, let nextID, !(nextKey == markers?.key && nextID == markers?.id) {
+      if root.value("IsTruncated") == "true", let nextKey, let nextID,
+        !(nextKey == markers?.key && nextID == markers?.id)
+      {
         markers = (nextKey, nextID)
       } else {
         markers = nil

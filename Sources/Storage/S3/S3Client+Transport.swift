@@ -49,7 +49,8 @@ extension S3Client {
       switch outcome {
       case .success(let status):
         let response = S3Response(
-          status: status, headers: transfer.headers, body: transfer.body, bodyTruncated: transfer.bodyTruncated)
+          status: status, headers: transfer.headers, body: transfer.body,
+          bodyTruncated: transfer.bodyTruncated)
         guard retryOn(response) else { return response }
         reason = "HTTP \(status)\(errorSummary(response))"
       case .failure(let failure):
@@ -132,7 +133,9 @@ extension S3Client {
   }
 
   private static func clean(_ text: String, limit: Int) -> String {
-    String(String.UnicodeScalarView(text.unicodeScalars.prefix(limit).filter { $0.value >= 0x20 && $0.value != 0x7F }))
+    String(
+      String.UnicodeScalarView(
+        text.unicodeScalars.prefix(limit).filter { $0.value >= 0x20 && $0.value != 0x7F }))
   }
 
   private func exchange(for request: S3Request) -> CurlExchange {
@@ -192,7 +195,9 @@ struct RangedRead {
       total = size
     }
     if let started {
-      guard started.objectSize == total else { throw StorageError(.conflict, "S3 GET: the object changed mid-read") }
+      guard started.objectSize == total else {
+        throw StorageError(.conflict, "S3 GET: the object changed mid-read")
+      }
       return
     }
     let wanted = (requested ?? 0..<total).clamped(to: 0..<total)

@@ -163,7 +163,9 @@ public final class S3Client: Sendable {
       guard let encoded = entry.value("Key"), let key = S3URI.decode(encoded, plusIsSpace: true),
         let size = entry.value("Size").flatMap({ Int($0) }),
         let modified = entry.value("LastModified").flatMap(S3Date.parseISO8601)
-      else { throw StorageError(.io, "S3 LIST \(prefix): an entry without a valid Key, Size or LastModified") }
+      else {
+        throw StorageError(.io, "S3 LIST \(prefix): an entry without a valid Key, Size or LastModified")
+      }
       objects.append(S3ObjectInfo(key: key, size: size, lastModified: modified, etag: entry.value("ETag")))
     }
     let truncated = root.value("IsTruncated") == "true"
@@ -193,7 +195,8 @@ public final class S3Client: Sendable {
     if configuration.region != "us-east-1" {
       document = Array(
         ("<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-          + "<LocationConstraint>\(configuration.region)</LocationConstraint></CreateBucketConfiguration>").utf8)
+          + "<LocationConstraint>\(configuration.region)</LocationConstraint></CreateBucketConfiguration>")
+          .utf8)
     }
     let response = try document.withUnsafeBytes { bytes in
       try send("CREATE BUCKET") {
@@ -243,9 +246,12 @@ public final class S3Client: Sendable {
     defer { chunk.deallocate() }
     var offset = window.lowerBound
     while offset < window.upperBound {
-      let wanted = UnsafeMutableRawBufferPointer(rebasing: chunk[0..<min(chunk.count, window.upperBound - offset)])
+      let wanted = UnsafeMutableRawBufferPointer(
+        rebasing: chunk[0..<min(chunk.count, window.upperBound - offset)])
       let count = try FileSystem.readAll(descriptor, into: wanted, at: offset, path: path)
-      guard count == wanted.count else { throw StorageError(.io, "\(path) became shorter while it was hashed") }
+      guard count == wanted.count else {
+        throw StorageError(.io, "\(path) became shorter while it was hashed")
+      }
       hasher.update(UnsafeRawBufferPointer(wanted))
       offset += count
     }

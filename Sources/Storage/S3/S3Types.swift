@@ -124,14 +124,17 @@ enum S3Date {
   }
 
   private static func number(_ digits: ArraySlice<UInt8>) -> Int? {
-    guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ (48...57).contains($0) }) else { return nil }
+    guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ (48...57).contains($0) }) else {
+      return nil
+    }
     return digits.reduce(0) { $0 * 10 + Int($1 - 48) }
   }
 
   private static func date(_ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int)
     -> Date?
   {
-    guard (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute),
+    guard (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour),
+      (0...59).contains(minute),
       (0...60).contains(second)
     else { return nil }
     // Days from the civil date (Howard Hinnant's algorithm): no time zone or locale involved.
