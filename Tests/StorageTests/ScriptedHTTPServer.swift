@@ -43,6 +43,7 @@ final class ScriptedHTTPServer: Sendable {
   private let recorded = Mutex<[Request]>([])
   private let connections = Mutex<Set<Int32>>([])
   private let stopped = Atomic<Bool>(false)
+  private let accepted = Atomic<Int>(0)
 
   /// Listens now; `script(request, index)` decides each answer (`index` counts from 0).
   init(_ script: @escaping @Sendable (Request, Int) -> Reply) throws {
@@ -69,6 +70,9 @@ final class ScriptedHTTPServer: Sendable {
   /// Every request so far, in arrival order.
   var requests: [Request] { recorded.withLock { $0 } }
 
+  /// How many connections were accepted so far.
+  var connectionCount: Int { accepted.load(ordering: .acquiring) }
+
   /// Closes the listener and every connection.
   func stop() {
     guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -88,6 +92,7 @@ final class ScriptedHTTPServer: Sendable {
       }
       var timeout = timeval(tv_sec: 10, tv_usec: 0)
       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+      accepted.add(1, ordering: .acquiringAndReleasing)
       connections.withLock { _ = $0.insert(fd) }
       Thread { [self] in
         serve(fd)
