@@ -166,6 +166,10 @@ public final class SeaweedFS: Sendable {
       "-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false",
       // No network beyond this machine: it would otherwise report usage statistics.
       "-master.telemetry=false",
+      // Each bucket takes volumes of its own; left to itself `mini` sizes them (and so their
+      // number) from the free disk, which on a small disk runs out after a few buckets.
+      // Volumes are not preallocated: this only raises a count.
+      "-master.volumeSizeLimitMB=64", "-volume.max=200",
       "-filer.localSocket=\(directory)/filer.sock", "-s3.localSocket=\(directory)/s3.sock",
     ]
     let pid = try spawn(Self.executable, arguments, output: directory + "/weed.log")
