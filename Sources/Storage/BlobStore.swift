@@ -1,6 +1,7 @@
 import Foundation
 
-/// Content-addressed, immutable blob storage (local files today; S3-compatible later).
+/// Content-addressed, immutable blob storage: local files (`FileBlobStore`) or an S3-compatible
+/// bucket (`S3BlobStore`).
 ///
 /// Every method may be called from many threads at once. Errors are `StorageError`.
 public protocol BlobStore: Sendable {
@@ -21,6 +22,17 @@ public protocol BlobStore: Sendable {
   /// The blob's bytes, or the bytes in `range` (clamped to the blob); throws `.notFound` when absent.
   func read(_ hash: BlobHash, range: Range<Int>?) throws -> [UInt8]
 
+  /// Streams the blob's bytes, or those in `range` (clamped to the blob), to `body` in order, a
+  /// chunk at a time, never holding the whole blob; throws `.notFound` when absent.
+  ///
+  /// `start` is called once before the first chunk (also when no byte follows) with the blob's
+  /// size and the range that will be delivered: enough to write a response's headers. A chunk is
+  /// valid only during its call. An error `start` or `body` throws stops the read and is
+  /// rethrown; an error after `start` means the bytes delivered so far are not the whole range.
+  func read(
+    _ hash: BlobHash, range: Range<Int>?, start: (BlobReadStart) throws -> Void,
+    body: (UnsafeRawBufferPointer) throws -> Void) throws
+
   /// A local file holding the blob (for `sendfile`), or nil when this store has no local files.
   func path(for hash: BlobHash) -> String?
 
@@ -32,6 +44,20 @@ public protocol BlobStore: Sendable {
 
   /// Throws unless a new blob could be written now (for readiness checks).
   func checkWritable() throws
+}
+
+/// What a streaming read reports before its first chunk.
+public struct BlobReadStart: Sendable, Hashable {
+  /// The whole blob's size in bytes.
+  public var size: Int
+  /// The bytes that will be delivered: the requested range clamped to the blob.
+  public var range: Range<Int>
+
+  /// A read of `range` from a blob of `size` bytes.
+  public init(size: Int, range: Range<Int>) {
+    self.size = size
+    self.range = range
+  }
 }
 
 /// One stored blob as seen by a listing.
@@ -64,4 +90,11 @@ extension BlobStore {
 
   /// The whole blob.
   public func read(_ hash: BlobHash) throws -> [UInt8] { try read(hash, range: nil) }
+
+  /// Streams the blob's bytes (or `range`) to `body`; see `read(_:range:start:body:)`.
+  public func read(
+    _ hash: BlobHash, range: Range<Int>? = nil, body: (UnsafeRawBufferPointer) throws -> Void
+  ) throws {
+    try read(hash, range: range, start: { _ in }, body: body)
+  }
 }

@@ -121,6 +121,33 @@ public final class FileBlobStore: BlobStore {
     }
   }
 
+  public func read(
+    _ hash: BlobHash, range: Range<Int>?, start: (BlobReadStart) throws -> Void,
+    body: (UnsafeRawBufferPointer) throws -> Void
+  ) throws {
+    let path = finalPath(hash)
+    let fd = try FileSystem.open(path, O_RDONLY)
+    defer { FileSystem.close(fd) }
+    let size = Int(try FileSystem.status(fd, path: path).st_size)
+    let wanted = (range ?? 0..<size).clamped(to: 0..<size)
+    try start(BlobReadStart(size: size, range: wanted))
+    let chunk = UnsafeMutableRawBufferPointer.allocate(
+      byteCount: min(Self.streamChunkSize, max(1, wanted.count)), alignment: 16)
+    defer { chunk.deallocate() }
+    var offset = wanted.lowerBound
+    while offset < wanted.upperBound {
+      let space = UnsafeMutableRawBufferPointer(
+        rebasing: chunk[0..<min(chunk.count, wanted.upperBound - offset)])
+      let count = try FileSystem.readAll(fd, into: space, at: offset, path: path)
+      guard count == space.count else { throw StorageError(.corrupt, "blob \(hash) shorter than its size") }
+      try body(UnsafeRawBufferPointer(space))
+      offset += count
+    }
+  }
+
+  // Large enough that a read costs few system calls, small enough to stay in cache.
+  private static let streamChunkSize = 256 * 1024
+
   public func path(for hash: BlobHash) -> String? { finalPath(hash) }
 
   @discardableResult public func delete(_ hash: BlobHash) throws -> Bool {

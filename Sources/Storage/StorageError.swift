@@ -3,7 +3,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
   /// What kind of failure this is; the App maps codes to HTTP statuses.
   public struct Code: Hashable, Sendable, CustomStringConvertible {
     private enum Base: String, Hashable, Sendable {
-      case notFound, io, database, busy, corrupt, invalidArgument, conflict
+      case notFound, io, database, busy, corrupt, invalidArgument, conflict, unavailable
     }
     private let base: Base
 
@@ -21,6 +21,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public static let invalidArgument = Code(base: .invalidArgument)
     /// A unique key already exists.
     public static let conflict = Code(base: .conflict)
+    /// A storage service could not be reached or answered with a server error after every retry
+    /// (connection refused, timeout, 5xx): temporary, worth a 503 with `Retry-After`.
+    public static let unavailable = Code(base: .unavailable)
 
     public var description: String { base.rawValue }
   }

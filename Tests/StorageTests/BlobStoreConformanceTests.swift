@@ -11,14 +11,21 @@ struct BlobStoreFactory: Sendable, CustomTestStringConvertible {
   let make: @Sendable (String) throws -> any BlobStore
   var testDescription: String { name }
 
-  // Add S3-compatible stores here when they exist.
   static let all: [BlobStoreFactory] = [
-    BlobStoreFactory(name: "FileBlobStore") { try FileBlobStore(root: $0) }
+    BlobStoreFactory(name: "FileBlobStore") { try FileBlobStore(root: $0) },
+    // A key prefix of its own per test in one bucket of the shared SeaweedFS. refreshAge 0: every
+    // re-put renews the date, as FileBlobStore's does, so the same test holds for both.
+    BlobStoreFactory(name: "S3BlobStore") { _ in
+      try S3BlobStore(
+        configuration: S3BlobStore.Configuration(
+          client: SharedBucket.configuration("conformance"), keyPrefix: SharedBucket.uniquePrefix("blobs"),
+          refreshAge: 0))
+    },
   ]
 }
 
 /// The behaviour every blob store must show (imgproxy's storage/testsuite is the model).
-@Suite struct BlobStoreConformanceTests {
+@Suite(.timeLimit(.minutes(2))) struct BlobStoreConformanceTests {
   @Test(arguments: BlobStoreFactory.all)
   func putBytesAreReadBackUnderTheirSHA256(factory: BlobStoreFactory) throws {
     let directory = try TemporaryDirectory()
@@ -152,6 +159,76 @@ struct BlobStoreFactory: Sendable, CustomTestStringConvertible {
   }
 
   @Test(arguments: BlobStoreFactory.all)
+  func rePutRenewsTheModificationTime(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let hash = try store.put(sampleBytes(2_000, seed: 9))
+    let first = try #require(try modified(hash, in: store))
+    // S3 dates have whole seconds.
+    Thread.sleep(forTimeInterval: 1.1)
+    #expect(try store.put(sampleBytes(2_000, seed: 9)) == hash)
+    let second = try #require(try modified(hash, in: store))
+    #expect(second > first)
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func streamingReadDeliversTheRangeInChunks(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let bytes = sampleBytes(900_000, seed: 10)
+    let hash = try store.put(bytes)
+    for (range, expected) in [
+      (nil, 0..<900_000), (1_000..<5_000, 1_000..<5_000), (899_000..<1_000_000, 899_000..<900_000),
+      (950_000..<960_000, 900_000..<900_000), (20..<20, 20..<20),
+    ] as [(Range<Int>?, Range<Int>)] {
+      var starts: [BlobReadStart] = []
+      var chunks: [[UInt8]] = []
+      try store.read(hash, range: range, start: { starts.append($0) }, body: { chunks.append(Array($0)) })
+      #expect(starts == [BlobReadStart(size: bytes.count, range: expected)], "\(String(describing: range))")
+      #expect(chunks.flatMap { $0 } == Array(bytes[expected]), "\(String(describing: range))")
+      #expect(!chunks.contains { $0.isEmpty })
+      if range == nil { #expect(chunks.count > 1, "a whole 900 kB blob arrives in several chunks") }
+    }
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func streamingReadStopsWithTheConsumersError(factory: BlobStoreFactory) throws {
+    struct ClientGone: Error {}
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    let hash = try store.put(sampleBytes(800_000, seed: 11))
+    var calls = 0
+    #expect(throws: ClientGone.self) {
+      try store.read(hash) { _ in
+        calls += 1
+        throw ClientGone()
+      }
+    }
+    #expect(calls == 1)
+    #expect(throws: ClientGone.self) {
+      try store.read(hash, range: nil, start: { _ in throw ClientGone() }, body: { _ in })
+    }
+    // The store is fine afterwards.
+    #expect(try store.read(hash, range: 0..<3) == Array(sampleBytes(800_000, seed: 11)[0..<3]))
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
+  func streamingReadOfAMissingBlobIsNotFoundBeforeAnyStart(factory: BlobStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.make(directory.path)
+    var started = false
+    for range in [nil, 0..<10, 5..<5] as [Range<Int>?] {
+      let error = #expect(throws: StorageError.self) {
+        try store.read(
+          BlobHash.of(sampleBytes(10, seed: 12)), range: range, start: { _ in started = true }, body: { _ in }
+        )
+      }
+      #expect(error?.code == .notFound)
+    }
+    #expect(!started)
+  }
+
+  @Test(arguments: BlobStoreFactory.all)
   func freshStoreIsWritable(factory: BlobStoreFactory) throws {
     let directory = try TemporaryDirectory()
     let store = try factory.make(directory.path)
@@ -160,6 +237,13 @@ struct BlobStoreFactory: Sendable, CustomTestStringConvertible {
     try store.forEachBlob { _ in count += 1 }
     #expect(count == 0)
   }
+}
+
+/// The modification time a store's listing reports for `hash`.
+func modified(_ hash: BlobHash, in store: any BlobStore) throws -> Date? {
+  var found: Date? = nil
+  try store.forEachBlob { if $0.hash == hash { found = $0.modified } }
+  return found
 }
 
 /// Collects failure messages from concurrent workers.
