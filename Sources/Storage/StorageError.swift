@@ -3,7 +3,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
   /// What kind of failure this is; the App maps codes to HTTP statuses.
   public struct Code: Hashable, Sendable, CustomStringConvertible {
     private enum Base: String, Hashable, Sendable {
-      case notFound, io, database, busy, corrupt, invalidArgument, conflict
+      case notFound, io, database, busy, corrupt, invalidArgument, conflict, unavailable
     }
     private let base: Base
 
@@ -13,7 +13,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public static let io = Code(base: .io)
     /// The index database reported an error.
     public static let database = Code(base: .database)
-    /// The index database stayed locked past the busy timeout.
+    /// The index database stayed locked past the busy timeout, a statement ran past its
+    /// timeout, or every pooled connection stayed in use past the pool's wait timeout.
     public static let busy = Code(base: .busy)
     /// Stored data is not what it should be (bad hash, truncated blob).
     public static let corrupt = Code(base: .corrupt)
@@ -21,13 +22,17 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public static let invalidArgument = Code(base: .invalidArgument)
     /// A unique key already exists.
     public static let conflict = Code(base: .conflict)
+    /// The index server cannot be reached now (refused, stopped, restarting, not answering in
+    /// time); the same call may succeed later, so the App answers 503 with `Retry-After`.
+    public static let unavailable = Code(base: .unavailable)
 
     public var description: String { base.rawValue }
   }
 
   /// The kind of failure.
   public let code: Code
-  /// Details for the log: the failing call, errno, SQLite's message. Never sent to clients.
+  /// Details for the log: the failing call, errno, SQLite's or PostgreSQL's message (never a
+  /// password). Never sent to clients.
   public let detail: String
 
   /// An error of `code` with log `detail`.

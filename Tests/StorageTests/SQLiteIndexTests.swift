@@ -73,7 +73,7 @@ import Testing
 
   @Test func storedResponseHeadersRoundTrip() {
     let headers = ["Location": "/v1/attachments/att_1", "Content-Type": "application/json; charset=utf-8"]
-    #expect(SQLiteIndex.decodeHeaders(SQLiteIndex.encodeHeaders(headers)) == headers)
-    #expect(SQLiteIndex.decodeHeaders("") == [:])
+    #expect(StoredHeaders.decode(StoredHeaders.encode(headers)) == headers)
+    #expect(StoredHeaders.decode("") == [:])
   }
 }
