@@ -56,7 +56,8 @@ public protocol AttachmentIndex: Sendable {
   ///
   /// Returns what `remove` returned (false: the bytes were already gone), or false without
   /// calling it when the blob is still needed, unknown, or being collected by another node.
-  func collectBlob(_ blob: BlobHash, now: Date, unknown: Bool, remove: (BlobHash) throws -> Bool) throws -> Bool
+  func collectBlob(_ blob: BlobHash, now: Date, unknown: Bool, remove: (BlobHash) throws -> Bool) throws
+    -> Bool
 
   /// Counts for metrics.
   func statistics() throws -> IndexStatistics

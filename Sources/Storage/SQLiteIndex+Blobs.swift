@@ -7,12 +7,14 @@ extension SQLiteIndex {
   public func pinBlob(_ blob: BlobHash, now: Date, lease: TimeInterval) throws -> BlobPin {
     let end = Self.leaseEnd(now, lease)
     let pin = BlobPin(
-      id: SecureRandom.identifier(prefix: "pin_"), blob: blob, expiresAt: Date(timeIntervalSince1970: TimeInterval(end)))
+      id: SecureRandom.identifier(prefix: "pin_"), blob: blob,
+      expiresAt: Date(timeIntervalSince1970: TimeInterval(end)))
     try write { connection in
       try connection.transaction {
         // The blob's row lets a sweep find the blob if the upload dies before its attachment row.
         try connection.query(
-          "INSERT INTO blobs (hash, refs, bytes) VALUES (?, 0, 0) ON CONFLICT (hash) DO NOTHING", [.text(blob.hex)])
+          "INSERT INTO blobs (hash, refs, bytes) VALUES (?, 0, 0) ON CONFLICT (hash) DO NOTHING",
+          [.text(blob.hex)])
         try connection.query(
           "INSERT INTO blob_pins (id, hash, expires_at) VALUES (?, ?, ?)",
           [.text(pin.id), .text(blob.hex), .integer(end)])

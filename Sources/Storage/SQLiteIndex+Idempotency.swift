@@ -30,7 +30,10 @@ extension SQLiteIndex {
           INSERT OR REPLACE INTO idempotency_keys (tenant, key, fingerprint, state, created_at, lease_expires_at)
           VALUES (?, ?, ?, 'running', ?, ?)
           """,
-          [.text(tenant), .text(key), .text(fingerprint), .integer(nowSeconds), .integer(Self.leaseEnd(now, lease))])
+          [
+            .text(tenant), .text(key), .text(fingerprint), .integer(nowSeconds),
+            .integer(Self.leaseEnd(now, lease)),
+          ])
         return .started
       }
     }
@@ -44,7 +47,8 @@ extension SQLiteIndex {
         WHERE tenant = ? AND key = ? AND state = 'running'
         """,
         [
-          .integer(Int64(response.status)), .text(StoredHeaders.encode(response.headers)), .blob(response.body),
+          .integer(Int64(response.status)), .text(StoredHeaders.encode(response.headers)),
+          .blob(response.body),
           .text(tenant), .text(key),
         ])
       guard connection.changes == 1 else {

@@ -242,7 +242,8 @@ public final class SQLiteIndex: AttachmentIndex {
 
   public func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord? {
     try deleteReleasing(
-      "DELETE FROM attachments WHERE id = ? AND tenant = ? RETURNING \(Self.columns)", [.text(id), .text(tenant)]
+      "DELETE FROM attachments WHERE id = ? AND tenant = ? RETURNING \(Self.columns)",
+      [.text(id), .text(tenant)]
     ).first
   }
 

@@ -14,20 +14,40 @@ import Testing
     let index = try factory.make(directory.path)
     try index.insert(record("att_1"))
     var removals = 0
-    #expect(try !index.collectBlob(blob, now: t0, unknown: false) { _ in removals += 1; return true })
+    #expect(
+      try !index.collectBlob(blob, now: t0, unknown: false) { _ in
+        removals += 1
+        return true
+      })
     #expect(removals == 0)
     _ = try index.deleteAttachment(tenant: "acme", id: "att_1")
     #expect(try index.unreferencedBlobs(now: t0, limit: 10) == [blob])
-    #expect(try index.collectBlob(blob, now: t0, unknown: false) { _ in removals += 1; return true })
+    #expect(
+      try index.collectBlob(blob, now: t0, unknown: false) { _ in
+        removals += 1
+        return true
+      })
     #expect(removals == 1)
     #expect(try index.unreferencedBlobs(now: t0, limit: 10).isEmpty)
     // A blob the index never heard of (bytes left by a crash) is collected too.
     let stray = BlobHash.of(sampleBytes(8, seed: 99))
-    #expect(try !index.collectBlob(stray, now: t0, unknown: false) { _ in removals += 1; return true })
-    #expect(try index.collectBlob(stray, now: t0, unknown: true) { _ in removals += 1; return true })
+    #expect(
+      try !index.collectBlob(stray, now: t0, unknown: false) { _ in
+        removals += 1
+        return true
+      })
+    #expect(
+      try index.collectBlob(stray, now: t0, unknown: true) { _ in
+        removals += 1
+        return true
+      })
     #expect(removals == 2)
     // Once collected, a blob is unknown again: a second sweeper's late call removes nothing.
-    #expect(try !index.collectBlob(blob, now: t0, unknown: false) { _ in removals += 1; return true })
+    #expect(
+      try !index.collectBlob(blob, now: t0, unknown: false) { _ in
+        removals += 1
+        return true
+      })
     #expect(removals == 2)
   }
 
@@ -75,7 +95,9 @@ import Testing
     #expect(try index.purgeBlobPins(expiredBy: t0.addingTimeInterval(20)) == 2)
     #expect(try index.purgeBlobPins(expiredBy: t0.addingTimeInterval(20)) == 0)
     #expect(
-      try !index.collectBlob(BlobHash.of(sampleBytes(8, seed: 2)), now: t0.addingTimeInterval(20), unknown: true) {
+      try !index.collectBlob(
+        BlobHash.of(sampleBytes(8, seed: 2)), now: t0.addingTimeInterval(20), unknown: true
+      ) {
         _ in true
       })
   }

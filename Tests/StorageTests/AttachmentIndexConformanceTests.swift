@@ -106,7 +106,8 @@ func record(
     try index.insert(record("att_a", blobSeed: 1, bytes: 100))
     try index.insert(record("att_b", blobSeed: 1, bytes: 100))
     try index.insert(record("att_c", blobSeed: 2, bytes: 50))
-    _ = try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60, lease: 60)
+    _ = try index.beginIdempotent(
+      tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60, lease: 60)
     #expect(
       try index.statistics()
         == IndexStatistics(attachments: 3, attachmentBytes: 250, blobs: 2, blobBytes: 150, idempotencyKeys: 1)
@@ -181,7 +182,8 @@ func record(
     let index = try factory.make(directory.path)
     func begin(_ fingerprint: String, at seconds: TimeInterval) throws -> IdempotencyBegin {
       try index.beginIdempotent(
-        tenant: "acme", key: "k", fingerprint: fingerprint, now: t0.addingTimeInterval(seconds), lifetime: 3_600,
+        tenant: "acme", key: "k", fingerprint: fingerprint, now: t0.addingTimeInterval(seconds),
+        lifetime: 3_600,
         lease: 60)
     }
     #expect(try begin("f", at: 0) == .started)
@@ -204,7 +206,8 @@ func record(
     let response = StoredResponse(status: 200, body: [1, 2, 3])
     func begin(_ key: String, at seconds: TimeInterval) throws -> IdempotencyBegin {
       try index.beginIdempotent(
-        tenant: "acme", key: key, fingerprint: "f", now: t0.addingTimeInterval(seconds), lifetime: 600, lease: 60)
+        tenant: "acme", key: key, fingerprint: "f", now: t0.addingTimeInterval(seconds), lifetime: 600,
+        lease: 60)
     }
     _ = try begin("running", at: 0)
     _ = try begin("done", at: 0)

@@ -50,11 +50,19 @@ import Testing
     let blob = BlobHash.of(sampleBytes(8, seed: 5))
     let pin = try a.pinBlob(blob, now: t0, lease: 600)
     var removals = 0
-    #expect(try !b.collectBlob(blob, now: t0, unknown: false) { _ in removals += 1; return true })
+    #expect(
+      try !b.collectBlob(blob, now: t0, unknown: false) { _ in
+        removals += 1
+        return true
+      })
     #expect(try b.unreferencedBlobs(now: t0, limit: 10).isEmpty)
     #expect(removals == 0)
     try a.unpinBlob(pin)
-    #expect(try b.collectBlob(blob, now: t0, unknown: false) { _ in removals += 1; return true })
+    #expect(
+      try b.collectBlob(blob, now: t0, unknown: false) { _ in
+        removals += 1
+        return true
+      })
     #expect(removals == 1)
   }
 
@@ -103,9 +111,13 @@ import Testing
     // 120 expired rows over 12 blobs (two tenants share each), plus live rows on 3 of those blobs.
     for number in 0..<120 {
       try a.insert(
-        record("att_old\(number)", tenant: number % 2 == 0 ? "acme" : "beta", blobSeed: UInt64(number % 12), lifetime: 10))
+        record(
+          "att_old\(number)", tenant: number % 2 == 0 ? "acme" : "beta", blobSeed: UInt64(number % 12),
+          lifetime: 10))
     }
-    for number in 0..<3 { try b.insert(record("att_live\(number)", blobSeed: UInt64(number), lifetime: 10_000)) }
+    for number in 0..<3 {
+      try b.insert(record("att_live\(number)", blobSeed: UInt64(number), lifetime: 10_000))
+    }
     let now = t0.addingTimeInterval(100)
     let deleted = Mutex<[String]>([])
     let removed = Mutex<[BlobHash]>([])

@@ -164,11 +164,15 @@ final class InMemoryIndex: AttachmentIndex {
 
   func unreferencedBlobs(now: Date, limit: Int) throws -> [BlobHash] {
     shared.state.withLock { state in
-      Array(state.knownBlobs.filter { !Self.needed($0, in: state, now: now) }.sorted { $0.hex < $1.hex }.prefix(limit))
+      Array(
+        state.knownBlobs.filter { !Self.needed($0, in: state, now: now) }.sorted { $0.hex < $1.hex }.prefix(
+          limit))
     }
   }
 
-  func collectBlob(_ blob: BlobHash, now: Date, unknown: Bool, remove: (BlobHash) throws -> Bool) throws -> Bool {
+  func collectBlob(_ blob: BlobHash, now: Date, unknown: Bool, remove: (BlobHash) throws -> Bool) throws
+    -> Bool
+  {
     // Under the one lock, like SQLiteIndex's writer: no pin or insert between check and removal.
     try shared.state.withLock { state in
       guard unknown || state.knownBlobs.contains(blob), !Self.needed(blob, in: state, now: now) else {
@@ -182,7 +186,8 @@ final class InMemoryIndex: AttachmentIndex {
   }
 
   private static func needed(_ blob: BlobHash, in state: State, now: Date) -> Bool {
-    state.rows.values.contains { $0.blob == blob } || state.pins.values.contains { $0.blob == blob && $0.expiresAt > now }
+    state.rows.values.contains { $0.blob == blob }
+      || state.pins.values.contains { $0.blob == blob && $0.expiresAt > now }
   }
 
   func checkWritable(now: Date) throws {}

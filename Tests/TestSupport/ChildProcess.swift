@@ -49,7 +49,8 @@ public enum ChildProcess {
     let outcome = Outcome(status: exitCode, output: output)
     if checked && outcome.status != 0 {
       throw Failure(
-        description: "\(URL(fileURLWithPath: executable).lastPathComponent) exited \(outcome.status): \(output)")
+        description:
+          "\(URL(fileURLWithPath: executable).lastPathComponent) exited \(outcome.status): \(output)")
     }
     return outcome
   }

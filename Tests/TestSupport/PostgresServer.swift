@@ -102,7 +102,10 @@ public final class PostgresServer: @unchecked Sendable {
     ]
     try run(
       "pg_ctl",
-      ["start", "-w", "-t", "60", "-D", directory + "/data", "-l", directory + "/server.log", "-o", options.joined(separator: " ")],
+      [
+        "start", "-w", "-t", "60", "-D", directory + "/data", "-l", directory + "/server.log", "-o",
+        options.joined(separator: " "),
+      ],
       timeout: 90)
   }
 
@@ -154,7 +157,9 @@ public final class PostgresServer: @unchecked Sendable {
     let database = "suite_\(name)"
     let exists = databases.withLock { $0.contains(database) }
     if !exists {
-      let found = try psql("SELECT 1 FROM pg_database WHERE datname = :'name';", database: "postgres", variables: ["name": database])
+      let found = try psql(
+        "SELECT 1 FROM pg_database WHERE datname = :'name';", database: "postgres",
+        variables: ["name": database])
       if found.trimmingCharacters(in: .whitespacesAndNewlines) != "1" {
         _ = try? psql("CREATE DATABASE \(database);", database: "postgres")
       }
@@ -174,8 +179,13 @@ public final class PostgresServer: @unchecked Sendable {
   /// `variables` are psql variables, quoted where the SQL says `:'name'`.
   @discardableResult
   public func psql(_ sql: String, database: String, variables: [String: String] = [:]) throws -> String {
-    var arguments = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", directory, "-p", String(port), "-U", user, "-d", database]
-    for (name, value) in variables.sorted(by: { $0.key < $1.key }) { arguments += ["-v", "\(name)=\(value)"] }
+    var arguments = [
+      "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", directory, "-p", String(port), "-U", user, "-d",
+      database,
+    ]
+    for (name, value) in variables.sorted(by: { $0.key < $1.key }) {
+      arguments += ["-v", "\(name)=\(value)"]
+    }
     return try ChildProcess.run(binaries + "/psql", arguments, input: sql, timeout: 60).output
   }
 
@@ -186,7 +196,8 @@ public final class PostgresServer: @unchecked Sendable {
 
   private func run(_ program: String, _ arguments: [String], timeout: TimeInterval) throws {
     if runAsPostgres {
-      try ChildProcess.run("/usr/sbin/runuser", ["-u", "postgres", "--", binaries + "/" + program] + arguments, timeout: timeout)
+      try ChildProcess.run(
+        "/usr/sbin/runuser", ["-u", "postgres", "--", binaries + "/" + program] + arguments, timeout: timeout)
     } else {
       try ChildProcess.run(binaries + "/" + program, arguments, timeout: timeout)
     }
@@ -212,10 +223,12 @@ public final class PostgresServer: @unchecked Sendable {
     if let override = ProcessInfo.processInfo.environment["ATTACHD_POSTGRES_BIN"], !override.isEmpty {
       return override
     }
-    for version in [15, 16, 17] where FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\(version)/bin/initdb") {
+    for version in [15, 16, 17]
+    where FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\(version)/bin/initdb") {
       return "/usr/lib/postgresql/\(version)/bin"
     }
-    throw ChildProcess.Failure(description: "no PostgreSQL server binaries (Scripts/install-deps installs postgresql-15)")
+    throw ChildProcess.Failure(
+      description: "no PostgreSQL server binaries (Scripts/install-deps installs postgresql-15)")
   }
 
   private static func freePort() throws -> Int {
@@ -258,7 +271,8 @@ public final class PostgresServer: @unchecked Sendable {
     if asPostgres, let account = getpwnam("postgres") {
       chown(work, account.pointee.pw_uid, account.pointee.pw_gid)
       chown(passwordFile, account.pointee.pw_uid, account.pointee.pw_gid)
-      try ChildProcess.run("/usr/sbin/runuser", ["-u", "postgres", "--", binaries + "/initdb"] + arguments, timeout: 120)
+      try ChildProcess.run(
+        "/usr/sbin/runuser", ["-u", "postgres", "--", binaries + "/initdb"] + arguments, timeout: 120)
     } else {
       try ChildProcess.run(binaries + "/initdb", arguments, timeout: 120)
     }

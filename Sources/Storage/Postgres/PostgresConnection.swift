@@ -91,7 +91,7 @@ final class PostgresConnection: @unchecked Sendable {
     }
     do {
       return try send(statement, parameters, timeout: timeout)
-    } catch where lastSQLState == "26000" && !isBroken {
+    } catch  where lastSQLState == "26000" && !isBroken {
       // The server forgot the statement (DISCARD ALL by a pooler): prepare it again, once.
       prepared.remove(statement.name)
       _ = try roundTrip(doing: "prepare \(statement.name)") {
@@ -154,7 +154,9 @@ final class PostgresConnection: @unchecked Sendable {
         bytes = Array(value.utf8)
       case .integer(let value): bytes = Array(String(value).utf8)
       case .real(let value):
-        guard value.isFinite else { throw StorageError(.invalidArgument, "\(statement.name): non-finite number") }
+        guard value.isFinite else {
+          throw StorageError(.invalidArgument, "\(statement.name): non-finite number")
+        }
         bytes = Array("\(value)".utf8)
       case .bytes(let value):
         bytes = value
@@ -188,7 +190,9 @@ final class PostgresConnection: @unchecked Sendable {
   private func roundTrip(
     doing context: String, timeout: Duration? = nil, _ start: () -> Int32
   ) throws -> PostgresRows {
-    guard !isBroken else { throw StorageError(.unavailable, "PostgreSQL \(context): connection already lost") }
+    guard !isBroken else {
+      throw StorageError(.unavailable, "PostgreSQL \(context): connection already lost")
+    }
     let deadline = ContinuousClock.now + (timeout ?? responseTimeout)
     lastSQLState = nil
     guard start() == 1 else { throw connectionFailure(context) }
@@ -219,7 +223,8 @@ final class PostgresConnection: @unchecked Sendable {
     return rows ?? PostgresRows(rows: [], affected: 0)
   }
 
-  private func wait(for events: Int16, until deadline: ContinuousClock.Instant, doing context: String) throws {
+  private func wait(for events: Int16, until deadline: ContinuousClock.Instant, doing context: String) throws
+  {
     while true {
       let remaining = deadline - ContinuousClock.now
       guard remaining > .zero else {

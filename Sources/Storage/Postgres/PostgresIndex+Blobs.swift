@@ -5,7 +5,8 @@ extension PostgresIndex {
   public func pinBlob(_ blob: BlobHash, now: Date, lease: TimeInterval) throws -> BlobPin {
     let end = Self.leaseEnd(now, lease)
     let pin = BlobPin(
-      id: SecureRandom.identifier(prefix: "pin_"), blob: blob, expiresAt: Date(timeIntervalSince1970: TimeInterval(end)))
+      id: SecureRandom.identifier(prefix: "pin_"), blob: blob,
+      expiresAt: Date(timeIntervalSince1970: TimeInterval(end)))
     try query(.pinBlob, [.text(blob.hex), .text(pin.id), .integer(end)])
     return pin
   }
@@ -35,7 +36,8 @@ extension PostgresIndex {
         guard try connection.query(.lockBlob, [hash]).first != nil else { return false }
         // A statement after the lock: it sees every pin committed before the lock was taken,
         // and no pin can commit until this transaction ends.
-        guard try connection.query(.blobStillNeeded, [hash, .integer(Self.seconds(now))]).first?.bool(0) == false
+        guard
+          try connection.query(.blobStillNeeded, [hash, .integer(Self.seconds(now))]).first?.bool(0) == false
         else { return false }
         let removed = try remove(blob)
         try connection.query(.forgetBlob, [hash])

@@ -93,9 +93,11 @@ extension PostgresIndex {
       Mirror(
         self,
         children: [
-          "url": redactedURL, "poolSize": poolSize, "poolTimeout": poolTimeout, "connectTimeout": connectTimeout,
+          "url": redactedURL, "poolSize": poolSize, "poolTimeout": poolTimeout,
+          "connectTimeout": connectTimeout,
           "statementTimeout": statementTimeout, "migrationTimeout": migrationTimeout,
-          "keepaliveIdle": keepaliveIdle, "keepaliveInterval": keepaliveInterval, "keepaliveCount": keepaliveCount,
+          "keepaliveIdle": keepaliveIdle, "keepaliveInterval": keepaliveInterval,
+          "keepaliveCount": keepaliveCount,
           "applicationName": applicationName,
         ])
     }
@@ -133,7 +135,9 @@ struct PostgresURL: Sendable {
   let values: [String: String]
 
   init(_ url: String) throws {
-    guard !url.utf8.contains(0) else { throw StorageError(.invalidArgument, "PostgreSQL URL holds a NUL byte") }
+    guard !url.utf8.contains(0) else {
+      throw StorageError(.invalidArgument, "PostgreSQL URL holds a NUL byte")
+    }
     var message: UnsafeMutablePointer<CChar>?
     guard let options = PQconninfoParse(url, &message) else {
       // libpq's message can quote part of the URL (a bad percent-escape in the password).
@@ -159,12 +163,17 @@ struct PostgresURL: Sendable {
   /// `postgresql://user:***@host:port/database?other=settings`, without the password.
   var redacted: String {
     var text = "postgresql://"
-    if let user = values["user"] { text += user + (password == nil ? "" : ":***") + "@" }
-    else if password != nil { text += ":***@" }
+    if let user = values["user"] {
+      text += user + (password == nil ? "" : ":***") + "@"
+    } else if password != nil {
+      text += ":***@"
+    }
     text += values["host"] ?? values["hostaddr"] ?? ""
     if let port = values["port"] { text += ":" + port }
     text += "/" + (values["dbname"] ?? "")
-    let shown = values.keys.filter { !["user", "password", "host", "hostaddr", "port", "dbname"].contains($0) }
+    let shown = values.keys.filter {
+      !["user", "password", "host", "hostaddr", "port", "dbname"].contains($0)
+    }
     let query = shown.sorted().map { "\($0)=\(values[$0] ?? "")" }.joined(separator: "&")
     return query.isEmpty ? text : text + "?" + query
   }
@@ -174,7 +183,9 @@ struct PostgresURL: Sendable {
     guard let password else { return message }
     var scrubbed = message.replacingOccurrences(of: password, with: "***")
     // The percent-encoded spelling, as it appears in the URI itself.
-    if let encoded = password.addingPercentEncoding(withAllowedCharacters: .alphanumerics), encoded != password {
+    if let encoded = password.addingPercentEncoding(withAllowedCharacters: .alphanumerics),
+      encoded != password
+    {
       scrubbed = scrubbed.replacingOccurrences(of: encoded, with: "***")
     }
     return scrubbed

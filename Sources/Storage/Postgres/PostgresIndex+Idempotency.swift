@@ -16,7 +16,9 @@ extension PostgresIndex {
             .integer(Self.leaseEnd(now, lease)), .real(lifetime),
           ])
         if claimed.first != nil { return .started }
-        guard let row = try connection.query(.readIdempotent, [.text(tenant), .text(key)]).first else { continue }
+        guard let row = try connection.query(.readIdempotent, [.text(tenant), .text(key)]).first else {
+          continue
+        }
         guard row.text(0) == fingerprint else { return .mismatch }
         guard row.text(1) == "done" else { return .inProgress }
         return .completed(
@@ -48,7 +50,8 @@ extension PostgresIndex {
     let batch = 1_000
     var purged = 0
     while true {
-      let deleted = try query(.purgeIdempotent, [.integer(Self.seconds(cutoff)), .integer(Int64(batch))]).affected
+      let deleted = try query(.purgeIdempotent, [.integer(Self.seconds(cutoff)), .integer(Int64(batch))])
+        .affected
       purged += deleted
       if deleted < batch { return purged }
     }

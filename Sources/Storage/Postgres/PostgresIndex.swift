@@ -85,7 +85,8 @@ public final class PostgresIndex: AttachmentIndex {
         let hashes = released.keys.sorted()
         // Hex hashes and integers need no quoting inside an array literal.
         let hashArray = PostgresValue.text("{" + hashes.joined(separator: ",") + "}")
-        let counts = PostgresValue.text("{" + hashes.map { String(released[$0]!) }.joined(separator: ",") + "}")
+        let counts = PostgresValue.text(
+          "{" + hashes.map { String(released[$0]!) }.joined(separator: ",") + "}")
         try connection.query(.lockBlobsInOrder, [hashArray])
         try connection.query(.releaseBlobReferences, [hashArray, counts])
         return rows

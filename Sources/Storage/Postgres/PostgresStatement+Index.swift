@@ -11,7 +11,8 @@ extension PostgresStatement {
     lockBlobsInOrder, releaseBlobReferences, referenceCount, statistics,
     setRetention, clearRetention, retention, checkWritable,
     claimIdempotent, readIdempotent, completeIdempotent, abandonIdempotent, purgeIdempotent,
-    pinBlob, unpinBlob, purgeBlobPins, unreferencedBlobs, ensureBlobRow, lockBlob, blobStillNeeded, forgetBlob,
+    pinBlob, unpinBlob, purgeBlobPins, unreferencedBlobs, ensureBlobRow, lockBlob, blobStillNeeded,
+    forgetBlob,
   ]
 
   // MARK: - Schema
@@ -181,7 +182,8 @@ extension PostgresStatement {
     """)
   /// A blob file with no row (a crash before its row, or an older store) gets one to lock.
   static let ensureBlobRow = PostgresStatement(
-    "ensure_blob_row", "INSERT INTO blobs (hash, refs, bytes) VALUES ($1, 0, 0) ON CONFLICT (hash) DO NOTHING")
+    "ensure_blob_row", "INSERT INTO blobs (hash, refs, bytes) VALUES ($1, 0, 0) ON CONFLICT (hash) DO NOTHING"
+  )
   static let lockBlob = PostgresStatement(
     "lock_blob", "SELECT refs FROM blobs WHERE hash = $1 FOR UPDATE SKIP LOCKED")
   /// Run after `lockBlob` in the same transaction: every pin committed before the lock is visible.
