@@ -70,7 +70,7 @@ public enum ChildProcess {
     posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_APPEND, 0)
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
+    defer { for pointer in argv { free(pointer) } }
     var pid: pid_t = 0
     let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
     guard result == 0 else { throw Failure(description: "posix_spawn \(executable) failed, error \(result)") }

@@ -50,7 +50,7 @@ final class PostgresConnection: @unchecked Sendable {
     let deadline = ContinuousClock.now + timeout
     let keywords = parameters.map { strdup($0.0) } + [nil]
     let values = parameters.map { strdup($0.1) } + [nil]
-    defer { (keywords + values).forEach { free($0) } }
+    defer { for pointer in keywords + values { free(pointer) } }
     let started = keywords.map { UnsafePointer($0) }.withUnsafeBufferPointer { keywordList in
       values.map { UnsafePointer($0) }.withUnsafeBufferPointer { valueList in
         // expand_dbname = 1: the first "dbname" value is the URI, taken apart by libpq.
