@@ -189,6 +189,14 @@ public final class PostgresServer: @unchecked Sendable {
     return try ChildProcess.run(binaries + "/psql", arguments, input: sql, timeout: 60).output
   }
 
+  /// Starts psql on `sql` in the background and returns at once (a session that holds a lock
+  /// while a test runs); it ends with its SQL, or with the server.
+  public func psqlInBackground(_ sql: String, database: String) throws {
+    let quoted = sql.replacingOccurrences(of: "'", with: "'\\''")
+    try ChildProcess.spawnDetached(
+      "'\(binaries)/psql' -X -q -h '\(directory)' -p \(port) -U \(user) -d \(database) -c '\(quoted)'")
+  }
+
   /// The server's log so far (to check that no password reached it, or to explain a failure).
   public var log: String { (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "" }
 

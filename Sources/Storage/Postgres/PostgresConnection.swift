@@ -83,23 +83,25 @@ final class PostgresConnection: @unchecked Sendable {
   func query(
     _ statement: PostgresStatement, _ parameters: [PostgresValue] = [], timeout: Duration? = nil
   ) throws -> PostgresRows {
-    if !prepared.contains(statement.name) {
-      _ = try roundTrip(doing: "prepare \(statement.name)") {
-        PQsendPrepare(handle, statement.name, statement.sql, Int32(parameters.count), nil)
-      }
-      prepared.insert(statement.name)
-    }
+    try prepare(statement)
     do {
       return try send(statement, parameters, timeout: timeout)
     } catch  where lastSQLState == "26000" && !isBroken {
       // The server forgot the statement (DISCARD ALL by a pooler): prepare it again, once.
       prepared.remove(statement.name)
-      _ = try roundTrip(doing: "prepare \(statement.name)") {
-        PQsendPrepare(handle, statement.name, statement.sql, Int32(parameters.count), nil)
-      }
-      prepared.insert(statement.name)
+      try prepare(statement)
       return try send(statement, parameters, timeout: timeout)
     }
+  }
+
+  /// Prepares a statement on this connection unless it already is (the server infers the
+  /// parameter types).
+  func prepare(_ statement: PostgresStatement) throws {
+    guard !prepared.contains(statement.name) else { return }
+    _ = try roundTrip(doing: "prepare \(statement.name)") {
+      PQsendPrepare(handle, statement.name, statement.sql, 0, nil)
+    }
+    prepared.insert(statement.name)
   }
 
   /// Runs SQL text without parameters (transaction control, schema changes); may hold several statements.
