@@ -260,6 +260,34 @@ func record(
   }
 
   @Test(arguments: IndexFactory.all)
+  func valuesThatLookLikeSQLAreStoredAsGiven(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let tenant = "o'brien\"; DROP TABLE attachments; --"
+    let odd = record(
+      "att_'1", tenant: tenant,
+      source: SourceInfo(
+        format: "heic", width: 1, height: 2, bytes: 3, orientationSource: "exif'",
+        colourProfile: "Ünïcødé P3 ✓ \\x00"))
+    try index.insert(odd)
+    #expect(try index.attachment(tenant: tenant, id: "att_'1", now: t0) == odd)
+    #expect(try index.tenant(ofAttachment: "att_'1", now: t0) == tenant)
+    #expect(try index.attachment(tenant: "o'brien", id: "att_'1", now: t0) == nil)
+    let response = StoredResponse(
+      status: 201, headers: ["Location": "/v1/attachments/att_'1"], body: [0, 39, 92, 0xFF, 0])
+    _ = try index.beginIdempotent(
+      tenant: tenant, key: "k'", fingerprint: "f'", now: t0, lifetime: 60, lease: 60)
+    try index.completeIdempotent(tenant: tenant, key: "k'", response: response)
+    #expect(
+      try index.beginIdempotent(
+        tenant: tenant, key: "k'", fingerprint: "f'", now: t0, lifetime: 60, lease: 60)
+        == .completed(response))
+    try index.setRetention(12.25, tenant: tenant)
+    #expect(try index.retention(tenant: tenant) == 12.25)
+    #expect(try index.statistics().attachments == 1)
+  }
+
+  @Test(arguments: IndexFactory.all)
   func freshIndexIsWritable(factory: IndexFactory) throws {
     let directory = try TemporaryDirectory()
     let index = try factory.make(directory.path)
