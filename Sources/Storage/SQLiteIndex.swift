@@ -81,7 +81,7 @@ public final class SQLiteIndex: AttachmentIndex {
   public static let schemaVersion = migrations.count
 
   // Each entry moves the schema one version up; never edit a released one, append instead.
-  private static let migrations: [String] = [
+  static let migrations: [String] = [
     """
     CREATE TABLE tenants (
       id TEXT PRIMARY KEY NOT NULL,

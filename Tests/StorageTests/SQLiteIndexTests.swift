@@ -35,6 +35,36 @@ import Testing
     #expect(try reopened.retention(tenant: "acme") == 5)
   }
 
+  @Test func indexOfTheFirstSchemaGainsBlobReferencesAndLeases() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.path + "/index.sqlite"
+    let blob = BlobHash.of([1, 2, 3])
+    do {
+      // A file as the first release left it: two rows sharing a blob, a claim of a dead process.
+      let connection = try SQLiteConnection(path: path, readOnly: false, busyTimeoutMilliseconds: 1_000)
+      try connection.execute(SQLiteIndex.migrations[0])
+      try connection.execute("PRAGMA user_version = 1")
+      for id in ["att_a", "att_b"] {
+        try connection.query(
+          """
+          INSERT INTO attachments VALUES (?, 'acme', ?, 'image/jpeg', 1, 1, 300, 'jpeg', 1, 1, 300, 1, NULL, NULL,
+            1800000000, 1900000000)
+          """, [.text(id), .text(blob.hex)])
+      }
+      try connection.query(
+        "INSERT INTO idempotency_keys VALUES ('acme', 'k', 'f', 'running', NULL, NULL, NULL, 1800000000)")
+    }
+    let index = try SQLiteIndex(path: path)
+    #expect(try index.read { try $0.query("PRAGMA user_version") }.first?.first?.integer == 2)
+    #expect(try index.referenceCount(of: blob) == 2)
+    #expect(try index.statistics().blobBytes == 300)
+    let now = Date(timeIntervalSince1970: 1_800_000_010)
+    #expect(
+      try index.beginIdempotent(
+        tenant: "acme", key: "k", fingerprint: "f", now: now, lifetime: 86_400, lease: 60)
+        == .started)
+  }
+
   @Test func schemaFromANewerBuildIsRefused() throws {
     let directory = try TemporaryDirectory()
     let path = directory.path + "/index.sqlite"
