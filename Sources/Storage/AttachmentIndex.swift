@@ -184,7 +184,7 @@ public struct BlobPin: Sendable, Hashable {
 public enum IdempotencyBegin: Sendable, Hashable {
   /// The key was free and is now claimed by this request: process it, then complete or abandon.
   case started
-  /// Another request with this key is still running (HTTP 409).
+  /// Another request with this key is still running, within its lease (HTTP 409).
   case inProgress
   /// The first request finished; repeat its answer.
   case completed(StoredResponse)
