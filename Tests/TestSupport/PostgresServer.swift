@@ -14,6 +14,8 @@ import Synchronization
 /// PostgreSQL version) instead of running initdb each time, in /dev/shm when it has room. A watcher
 /// process stops the server and removes its directory when the test process ends, even by a
 /// crash.
+///
+/// `@unchecked Sendable`: the only mutable state, `port`, is set during `init`.
 public final class PostgresServer: @unchecked Sendable {
   /// The login role (a superuser) and its password for TCP connections (scram-sha-256).
   public let user = "attachd"
