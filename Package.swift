@@ -2,7 +2,7 @@
 import PackageDescription
 
 // C libraries from Debian 12, one system-library target each. Only ImageCodecs imports the
-// image libraries; Storage imports SQLite and libcurl; Crypto imports libcrypto.
+// image libraries; Storage imports SQLite, libpq and libcurl; Crypto imports libcrypto.
 func systemLibrary(_ name: String, pkgConfig: String?, apt: [String]) -> Target {
   .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
@@ -25,6 +25,7 @@ let package = Package(
     systemLibrary("CGIF", pkgConfig: nil, apt: ["libgif-dev"]),
     systemLibrary("CLCMS2", pkgConfig: "lcms2", apt: ["liblcms2-dev"]),
     systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
+    systemLibrary("CPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
     systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     // The S3 client: HTTP(S), connection reuse and SigV4 signing (Debian 12: curl 7.88).
     systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
@@ -49,8 +50,8 @@ let package = Package(
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // SHA-256, HMAC, random ids, constant-time comparison (libcrypto).
     .target(name: "Crypto", dependencies: ["CCrypto"]),
-    // Content-addressed blobs (files or S3) + SQLite index, behind protocols.
-    .target(name: "Storage", dependencies: ["CSQLite", "CCurl", "Crypto"]),
+    // Content-addressed blobs (files or S3) + SQLite or PostgreSQL index, behind protocols.
+    .target(name: "Storage", dependencies: ["CSQLite", "CPQ", "CCurl", "Crypto"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     .target(name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto"]),
     .executableTarget(name: "attachd", dependencies: ["App", "ImagePipeline"]),

@@ -1,11 +1,14 @@
 import Foundation
 
-/// The index of attachments, tenants, idempotency keys and usage counters (SQLite today;
-/// PostgreSQL later).
+/// The index of attachments, blobs, tenants, idempotency keys and usage counters (`SQLiteIndex`
+/// embedded in one process, `PostgresIndex` shared by many nodes).
 ///
-/// Every method may be called from many threads at once; each is atomic. Errors are
-/// `StorageError`. Lookups take `tenant` so that another tenant's id is indistinguishable from
-/// a missing one, and `now` so that an expired row is invisible even before it is swept.
+/// Every method may be called from many threads, and with `PostgresIndex` from many nodes, at
+/// once; each is atomic. Errors are `StorageError`. Lookups take `tenant` so that another
+/// tenant's id is indistinguishable from a missing one, and `now` so that an expired row is
+/// invisible even before it is swept. Whatever two nodes could disagree about is a lease with
+/// an expiry (running idempotency claims, blob pins), never state held in one process's memory;
+/// the nodes' clocks must agree to well within the shortest lease.
 public protocol AttachmentIndex: Sendable {
   /// Adds a row; throws `.conflict` when the id exists.
   func insert(_ record: AttachmentRecord) throws
@@ -25,6 +28,37 @@ public protocol AttachmentIndex: Sendable {
   /// How many rows (expired or not) refer to the blob.
   func referenceCount(of blob: BlobHash) throws -> Int
 
+  /// Pins `blob` until `now + lease` or `unpinBlob`: until then no node's `collectBlob` removes it.
+  ///
+  /// An upload pins its blob before writing it and unpins after its row is in, so a sweep on
+  /// any node cannot delete a deduplicated blob the upload is about to refer to. When another
+  /// node is collecting the blob right now, this waits until it has finished; the caller then
+  /// writes the blob again. A pin whose lease passed (its node died) protects nothing.
+  func pinBlob(_ blob: BlobHash, now: Date, lease: TimeInterval) throws -> BlobPin
+
+  /// Removes a pin (nothing happens when it is already gone).
+  func unpinBlob(_ pin: BlobPin) throws
+
+  /// Deletes pins whose lease ended at or before `now`; returns how many.
+  func purgeBlobPins(expiredBy now: Date) throws -> Int
+
+  /// Up to `limit` blobs the index knows that no row refers to and no live pin holds.
+  func unreferencedBlobs(now: Date, limit: Int) throws -> [BlobHash]
+
+  /// Collects `blob` if no row refers to it and no live pin holds it: calls `remove` (which
+  /// deletes the stored bytes) while holding the blob, so that no pin or insert on any node
+  /// comes between the check and the removal, then forgets the blob.
+  ///
+  /// `unknown`: whether a blob the index has no entry for is collected too (bytes a sweep
+  /// found in the blob store after a crash). Pass false after releasing a blob's last
+  /// reference: a blob that another node has collected since is then left alone, not removed
+  /// (and counted) twice.
+  ///
+  /// Returns what `remove` returned (false: the bytes were already gone), or false without
+  /// calling it when the blob is still needed, unknown, or being collected by another node.
+  func collectBlob(_ blob: BlobHash, now: Date, unknown: Bool, remove: (BlobHash) throws -> Bool) throws
+    -> Bool
+
   /// Counts for metrics.
   func statistics() throws -> IndexStatistics
 
@@ -36,19 +70,18 @@ public protocol AttachmentIndex: Sendable {
 
   /// Atomically claims an idempotency key, or reports the claim or answer already there.
   ///
-  /// A key older than `lifetime` counts as absent and is claimed afresh.
-  func beginIdempotent(tenant: String, key: String, fingerprint: String, now: Date, lifetime: TimeInterval)
-    throws -> IdempotencyBegin
+  /// A key older than `lifetime` counts as absent and is claimed afresh. A running claim is a
+  /// lease of `lease` seconds: once it has passed without an answer (the request died with its
+  /// node), the claim counts as abandoned and the key is claimed afresh.
+  func beginIdempotent(
+    tenant: String, key: String, fingerprint: String, now: Date, lifetime: TimeInterval, lease: TimeInterval
+  ) throws -> IdempotencyBegin
 
   /// Stores the answer of a claimed key; later `beginIdempotent` calls return it.
   func completeIdempotent(tenant: String, key: String, response: StoredResponse) throws
 
   /// Releases a claim whose request failed without an answer worth repeating.
   func abandonIdempotent(tenant: String, key: String) throws
-
-  /// Releases every running claim: called at start-up, when no request of an earlier process
-  /// can still be running (the embedded index belongs to one process).
-  func abandonAllRunningIdempotent() throws
 
   /// Deletes idempotency keys created at or before `cutoff`; returns how many.
   func purgeIdempotent(createdBefore cutoff: Date) throws -> Int
@@ -154,11 +187,28 @@ public struct SourceInfo: Sendable, Hashable {
   }
 }
 
+/// A lease on a blob (see `AttachmentIndex.pinBlob`).
+public struct BlobPin: Sendable, Hashable {
+  /// Random id of this pin; other uploads of the same blob hold pins of their own.
+  public var id: String
+  /// The pinned blob.
+  public var blob: BlobHash
+  /// When the pin stops protecting the blob (whole seconds).
+  public var expiresAt: Date
+
+  /// A pin with every field given.
+  public init(id: String, blob: BlobHash, expiresAt: Date) {
+    self.id = id
+    self.blob = blob
+    self.expiresAt = expiresAt
+  }
+}
+
 /// The outcome of claiming an idempotency key.
 public enum IdempotencyBegin: Sendable, Hashable {
   /// The key was free and is now claimed by this request: process it, then complete or abandon.
   case started
-  /// Another request with this key is still running (HTTP 409).
+  /// Another request with this key is still running, within its lease (HTTP 409).
   case inProgress
   /// The first request finished; repeat its answer.
   case completed(StoredResponse)

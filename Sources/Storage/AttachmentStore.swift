@@ -1,13 +1,13 @@
 private import Crypto
 import Foundation
-import Synchronization
 
 /// What the App calls: stores, finds, deletes and sweeps attachments over a blob store and an index.
 ///
 /// Order of writes: the blob first (durable), then the index row. A crash between the two leaves
-/// an unreferenced blob that `sweep` collects after `sweepGrace`; never a row without its blob.
-/// A blob a `store` call is writing is pinned in memory until its row is committed, so neither
-/// `delete` nor `sweep` can remove a deduplicated blob an in-flight upload is about to refer to.
+/// an unreferenced blob that `sweep` collects later; never a row without its blob. A blob a
+/// `store` call is writing is pinned in the index (a lease row) until its row is committed, so
+/// neither `delete` nor `sweep`, on this node or another sharing the index, can remove a
+/// deduplicated blob an in-flight upload is about to refer to.
 public final class AttachmentStore: Sendable {
   /// Retention, sweeping and idempotency settings.
   public struct Configuration: Sendable {
@@ -19,23 +19,40 @@ public final class AttachmentStore: Sendable {
     public var idempotencyLifetime: TimeInterval
     /// Expired rows deleted per index transaction while sweeping.
     public var sweepBatch: Int
+    /// How long a running idempotency claim holds its key (10 minutes); past it, a retry runs.
+    ///
+    /// Generous rather than renewed: the claim is taken once the whole body has arrived, so it
+    /// covers only the pipeline and the store, which the pipeline's limits keep to seconds. A
+    /// claim whose node died frees its key after this long; a request that somehow outlives
+    /// it loses nothing but the protection (its answer is stored unless a retry's came first).
+    public var idempotencyLease: TimeInterval
+    /// How long a blob pin protects the blob an upload is storing (10 minutes).
+    ///
+    /// Generous rather than renewed: it covers one blob write and one index insert. A pin
+    /// whose node died stops delaying the blob's collection after this long.
+    public var pinLease: TimeInterval
 
     /// The defaults.
     public init(
       defaultRetention: TimeInterval = 30 * 86_400, sweepGrace: TimeInterval = 3_600,
-      idempotencyLifetime: TimeInterval = 86_400, sweepBatch: Int = 500
+      idempotencyLifetime: TimeInterval = 86_400, sweepBatch: Int = 500, idempotencyLease: TimeInterval = 600,
+      pinLease: TimeInterval = 600
     ) {
       self.defaultRetention = defaultRetention
       self.sweepGrace = sweepGrace
       self.idempotencyLifetime = idempotencyLifetime
       self.sweepBatch = sweepBatch
+      self.idempotencyLease = idempotencyLease
+      self.pinLease = pinLease
     }
 
     /// Throws `.invalidArgument` for settings that cannot work.
     public func validate() throws {
-      guard defaultRetention > 0, sweepGrace >= 0, idempotencyLifetime > 0, sweepBatch > 0 else {
+      guard defaultRetention > 0, sweepGrace >= 0, idempotencyLifetime > 0, sweepBatch > 0,
+        idempotencyLease > 0, pinLease > 0
+      else {
         throw StorageError(
-          .invalidArgument, "retention, grace, idempotency lifetime and batch must be positive")
+          .invalidArgument, "retention, grace, idempotency lifetime, leases and batch must be positive")
       }
     }
   }
@@ -52,6 +69,8 @@ public final class AttachmentStore: Sendable {
     public var purgedIdempotencyKeys = 0
     /// Usage counters past their expiry deleted.
     public var purgedUsageCounters = 0
+    /// Blob pins whose lease ended without an unpin (their upload's node died) deleted.
+    public var purgedBlobPins = 0
 
     /// An empty report.
     public init() {}
@@ -64,11 +83,10 @@ public final class AttachmentStore: Sendable {
   /// The settings in force.
   public let configuration: Configuration
   private let clock: @Sendable () -> Date
-  private let pins = Mutex<[BlobHash: Int]>([:])
 
   /// A store over `blobs` and `index`; `now` is the clock (injected by tests).
   ///
-  /// Releases idempotency claims of an earlier process: the index must belong to this process.
+  /// Other nodes may share `blobs` and `index`: everything they must agree on is in the index.
   public init(
     blobs: any BlobStore, index: any AttachmentIndex, configuration: Configuration = Configuration(),
     now: @escaping @Sendable () -> Date = { Date() }
@@ -78,10 +96,12 @@ public final class AttachmentStore: Sendable {
     self.index = index
     self.configuration = configuration
     self.clock = now
-    try index.abandonAllRunningIdempotent()
   }
 
   /// The embedded default: blobs under `directory/blobs`, index in `directory/index.sqlite`.
+  ///
+  /// Releases idempotency claims of an earlier process at once: the embedded index belongs to
+  /// this process, so none of their requests can still be running.
   public static func embedded(
     directory: String, configuration: Configuration = Configuration(),
     synchronous: SQLiteIndex.Configuration.Synchronous = .full,
@@ -90,6 +110,7 @@ public final class AttachmentStore: Sendable {
     let blobs = try FileBlobStore(root: directory)
     let index = try SQLiteIndex(
       configuration: SQLiteIndex.Configuration(path: directory + "/index.sqlite", synchronous: synchronous))
+    try index.abandonAllRunningIdempotent()
     return try AttachmentStore(blobs: blobs, index: index, configuration: configuration, now: now)
   }
 
@@ -108,8 +129,11 @@ public final class AttachmentStore: Sendable {
   ) throws -> AttachmentRecord {
     let lifetime = try retention ?? index.retention(tenant: tenant) ?? configuration.defaultRetention
     let hash = BlobHash.of(bytes)
-    pin(hash)
-    defer { unpin(hash) }
+    // Pinned before the put: a collection on any node either finished before the pin (and
+    // the put writes the blob again) or sees the pin and leaves the blob alone.
+    let pin = try index.pinBlob(hash, now: clock(), lease: configuration.pinLease)
+    // An unpin that fails (index unreachable) leaves a pin that expires by itself.
+    defer { try? index.unpinBlob(pin) }
     _ = try blobs.put(bytes, sha256: hash)
     // Whole seconds, so the record returned equals the one read back later.
     let created = Date(timeIntervalSince1970: clock().timeIntervalSince1970.rounded(.down))
@@ -172,7 +196,7 @@ public final class AttachmentStore: Sendable {
     if case .user = viewer, try get(tenant: tenant, id: id, visibleTo: viewer) == nil { return false }
     guard let removed = try index.deleteAttachment(tenant: tenant, id: id) else { return false }
     // Failing to remove the blob now is harmless: the sweeper removes unreferenced blobs.
-    _ = try? collect(removed.blob)
+    _ = try? collect(removed.blob, unknown: false)
     return removed.expiresAt > current
   }
 
@@ -189,24 +213,40 @@ public final class AttachmentStore: Sendable {
       let expired = try index.deleteExpired(now: current, limit: configuration.sweepBatch)
       report.expiredAttachments += expired.count
       for blob in Set(expired.map(\.blob)) {
-        if let size = try collect(blob) {
+        if let size = try collect(blob, unknown: false) {
           report.deletedBlobs += 1
           report.deletedBlobBytes += size
         }
       }
       if expired.count < configuration.sweepBatch { break }
     }
-    // Blobs no row refers to: a crash between blob and row, or a delete whose blob removal failed.
+    // Blobs the index knows that nothing refers to or pins: an upload that failed after its
+    // put, a delete whose blob removal failed, or a node that died in between. Bounded rounds:
+    // a blob another node is collecting stays in the list until that node is done.
+    for _ in 0..<100 {
+      let unreferenced = try index.unreferencedBlobs(now: current, limit: configuration.sweepBatch)
+      var collected = 0
+      for hash in unreferenced {
+        guard let size = try collect(hash, unknown: false) else { continue }
+        collected += 1
+        report.deletedBlobs += 1
+        report.deletedBlobBytes += size
+      }
+      if unreferenced.count < configuration.sweepBatch || collected == 0 { break }
+    }
+    // Blobs the index does not know: a crash between blob and row before pins were rows, or
+    // bytes put by hand.
     let cutoff = current.addingTimeInterval(-configuration.sweepGrace)
     // Checked during the walk, not gathered first: a large store must not cost a large array.
     try blobs.forEachBlob { info in
-      guard info.modified < cutoff, let size = try collect(info.hash) else { return }
+      guard info.modified < cutoff, let size = try collect(info.hash, unknown: true) else { return }
       report.deletedBlobs += 1
       report.deletedBlobBytes += size
     }
     report.purgedIdempotencyKeys = try index.purgeIdempotent(
       createdBefore: current.addingTimeInterval(-configuration.idempotencyLifetime))
     report.purgedUsageCounters = try index.purgeUsage(expiredBefore: current)
+    report.purgedBlobPins = try index.purgeBlobPins(expiredBy: current)
     return report
   }
 
@@ -233,7 +273,7 @@ public final class AttachmentStore: Sendable {
   public func beginIdempotent(tenant: String, key: String, fingerprint: String) throws -> IdempotencyBegin {
     try index.beginIdempotent(
       tenant: tenant, key: key, fingerprint: fingerprint, now: clock(),
-      lifetime: configuration.idempotencyLifetime)
+      lifetime: configuration.idempotencyLifetime, lease: configuration.idempotencyLease)
   }
 
   /// Stores the answer for a claimed key.
@@ -265,28 +305,20 @@ public final class AttachmentStore: Sendable {
   /// Counts for `/metrics`.
   public func statistics() throws -> IndexStatistics { try index.statistics() }
 
-  // MARK: - Pins
+  // MARK: - Collection
 
-  private func pin(_ hash: BlobHash) {
-    pins.withLock { $0[hash, default: 0] += 1 }
-  }
-
-  private func unpin(_ hash: BlobHash) {
-    pins.withLock { pins in
-      if let count = pins[hash], count > 1 { pins[hash] = count - 1 } else { pins[hash] = nil }
-    }
-  }
-
-  /// Deletes the blob when it is neither pinned nor referenced; returns its size when deleted.
+  /// Deletes the blob when no row refers to it and no pin holds it; returns its size when deleted.
   ///
-  /// Runs under the pin lock, so a `store` cannot pin (and reuse) the blob between the check
-  /// and the deletion; a `store` that pins afterwards finds it gone and writes it again.
-  private func collect(_ hash: BlobHash) throws -> Int? {
-    try pins.withLock { pins -> Int? in
-      guard pins[hash] == nil, try index.referenceCount(of: hash) == 0 else { return nil }
-      let size = (try? blobs.size(of: hash)) ?? 0
-      return try blobs.delete(hash) ? size : nil
+  /// The index holds the blob while `remove` runs, so no `store` on any node can pin (and
+  /// reuse) it between the check and the deletion; a `store` that pins afterwards finds it
+  /// gone and writes it again.
+  private func collect(_ hash: BlobHash, unknown: Bool) throws -> Int? {
+    var size = 0
+    let removed = try index.collectBlob(hash, now: clock(), unknown: unknown) { hash in
+      size = (try? blobs.size(of: hash)) ?? 0
+      return try blobs.delete(hash)
     }
+    return removed ? size : nil
   }
 }
 

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The attachment index in one SQLite file, in WAL mode.
+/// The attachment index in one SQLite file, in WAL mode, for one attachd process.
 ///
 /// Threads: one writer connection behind a mutex (SQLite allows one writer at a time anyway;
 /// every write is a single short statement or transaction), and a pool of reader connections,
@@ -81,7 +81,7 @@ public final class SQLiteIndex: AttachmentIndex {
   public static let schemaVersion = migrations.count
 
   // Each entry moves the schema one version up; never edit a released one, append instead.
-  private static let migrations: [String] = [
+  static let migrations: [String] = [
     """
     CREATE TABLE tenants (
       id TEXT PRIMARY KEY NOT NULL,
@@ -137,6 +137,27 @@ public final class SQLiteIndex: AttachmentIndex {
       PRIMARY KEY (tenant, name)
     ) WITHOUT ROWID;
     CREATE INDEX usage_counters_by_expiry ON usage_counters (expires_at);
+    """,
+    // 3: leases where one process's memory used to be enough: running idempotency claims expire,
+    // blob pins are rows, and each blob's references are counted in its own row (as in
+    // PostgresIndex, so both indexes answer the conformance suite the same way).
+    """
+    ALTER TABLE idempotency_keys ADD COLUMN lease_expires_at INTEGER;
+    CREATE TABLE blobs (
+      hash TEXT PRIMARY KEY NOT NULL,
+      refs INTEGER NOT NULL CHECK (refs >= 0),
+      bytes INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    INSERT INTO blobs (hash, refs, bytes) SELECT blob, count(*), max(bytes) FROM attachments GROUP BY blob;
+    CREATE INDEX blobs_unreferenced ON blobs (hash) WHERE refs = 0;
+    DROP INDEX attachments_by_blob;
+    CREATE TABLE blob_pins (
+      id TEXT PRIMARY KEY NOT NULL,
+      hash TEXT NOT NULL,
+      expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX blob_pins_by_hash ON blob_pins (hash, expires_at);
+    CREATE INDEX blob_pins_by_expiry ON blob_pins (expires_at);
     """,
   ]
 
@@ -205,7 +226,16 @@ public final class SQLiteIndex: AttachmentIndex {
       record.owner.map(SQLValue.text) ?? .null,
     ]
     let placeholders = Array(repeating: "?", count: values.count).joined(separator: ", ")
-    try write { try $0.query("INSERT INTO attachments (\(Self.columns)) VALUES (\(placeholders))", values) }
+    try write { connection in
+      try connection.transaction {
+        try connection.query("INSERT INTO attachments (\(Self.columns)) VALUES (\(placeholders))", values)
+        try connection.query(
+          """
+          INSERT INTO blobs (hash, refs, bytes) VALUES (?, 1, ?)
+          ON CONFLICT (hash) DO UPDATE SET refs = refs + 1, bytes = excluded.bytes
+          """, [.text(record.blob.hex), .integer(Int64(record.bytes))])
+      }
+    }
   }
 
   public func attachment(tenant: String, id: String, now: Date) throws -> AttachmentRecord? {
@@ -227,39 +257,46 @@ public final class SQLiteIndex: AttachmentIndex {
   }
 
   public func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord? {
-    let rows = try write {
-      try $0.query(
-        "DELETE FROM attachments WHERE id = ? AND tenant = ? RETURNING \(Self.columns)",
-        [.text(id), .text(tenant)])
-    }
-    return try rows.first.map(Self.record)
+    try deleteReleasing(
+      "DELETE FROM attachments WHERE id = ? AND tenant = ? RETURNING \(Self.columns)",
+      [.text(id), .text(tenant)]
+    ).first
   }
 
   public func deleteExpired(now: Date, limit: Int) throws -> [AttachmentRecord] {
-    let rows = try write {
-      try $0.query(
-        """
-        DELETE FROM attachments WHERE id IN
-          (SELECT id FROM attachments WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)
-        RETURNING \(Self.columns)
-        """, [.integer(Self.seconds(now)), .integer(Int64(max(0, limit)))])
+    try deleteReleasing(
+      """
+      DELETE FROM attachments WHERE id IN
+        (SELECT id FROM attachments WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)
+      RETURNING \(Self.columns)
+      """, [.integer(Self.seconds(now)), .integer(Int64(max(0, limit)))])
+  }
+
+  /// Runs a DELETE … RETURNING of attachment rows and drops their blob references, atomically.
+  private func deleteReleasing(_ sql: String, _ parameters: [SQLValue]) throws -> [AttachmentRecord] {
+    try write { connection in
+      try connection.transaction {
+        let records = try connection.query(sql, parameters).map(Self.record)
+        var released: [BlobHash: Int] = [:]
+        for record in records { released[record.blob, default: 0] += 1 }
+        for (blob, count) in released {
+          try connection.query(
+            "UPDATE blobs SET refs = refs - ? WHERE hash = ?", [.integer(Int64(count)), .text(blob.hex)])
+        }
+        return records
+      }
     }
-    return try rows.map(Self.record)
   }
 
   public func referenceCount(of blob: BlobHash) throws -> Int {
-    let rows = try read { try $0.query("SELECT count(*) FROM attachments WHERE blob = ?", [.text(blob.hex)]) }
+    let rows = try read { try $0.query("SELECT refs FROM blobs WHERE hash = ?", [.text(blob.hex)]) }
     return Int(rows.first?.first?.integer ?? 0)
   }
 
   public func statistics() throws -> IndexStatistics {
     try read { connection in
       let rows = try connection.query("SELECT count(*), coalesce(sum(bytes), 0) FROM attachments")
-      let blobs = try connection.query(
-        """
-        SELECT count(*), coalesce(sum(size), 0)
-        FROM (SELECT max(bytes) AS size FROM attachments GROUP BY blob)
-        """)
+      let blobs = try connection.query("SELECT count(*), coalesce(sum(bytes), 0) FROM blobs WHERE refs > 0")
       let keys = try connection.query("SELECT count(*) FROM idempotency_keys")
       return IndexStatistics(
         attachments: Int(rows[0][0].integer ?? 0), attachmentBytes: Int(rows[0][1].integer ?? 0),
@@ -304,6 +341,11 @@ public final class SQLiteIndex: AttachmentIndex {
   // MARK: - Conversions
 
   static func seconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
+
+  /// The end of a lease of `lease` seconds from `now`, in whole seconds (never shorter than asked).
+  static func leaseEnd(_ now: Date, _ lease: TimeInterval) -> Int64 {
+    seconds(now) + Int64(max(0, lease).rounded(.up))
+  }
 
   static func date(_ value: SQLValue) -> Date {
     Date(timeIntervalSince1970: TimeInterval(value.integer ?? 0))

@@ -13,7 +13,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public static let io = Code(base: .io)
     /// The index database reported an error.
     public static let database = Code(base: .database)
-    /// The index database stayed locked past the busy timeout.
+    /// The index database stayed locked past the busy timeout, a statement ran past its
+    /// timeout, or every pooled connection stayed in use past the pool's wait timeout.
     public static let busy = Code(base: .busy)
     /// Stored data is not what it should be (bad hash, truncated blob).
     public static let corrupt = Code(base: .corrupt)
@@ -21,8 +22,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public static let invalidArgument = Code(base: .invalidArgument)
     /// A unique key already exists.
     public static let conflict = Code(base: .conflict)
-    /// A storage service could not be reached or answered with a server error after every retry
-    /// (connection refused, timeout, 5xx): temporary, worth a 503 with `Retry-After`.
+    /// A storage service (object store or index server) could not be reached, or answered with a
+    /// server error after every retry: temporary, worth a 503 with `Retry-After`.
     public static let unavailable = Code(base: .unavailable)
 
     public var description: String { base.rawValue }
@@ -30,7 +31,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
 
   /// The kind of failure.
   public let code: Code
-  /// Details for the log: the failing call, errno, SQLite's message. Never sent to clients.
+  /// Details for the log: the failing call, errno, SQLite's or PostgreSQL's message (never a
+  /// password). Never sent to clients.
   public let detail: String
 
   /// An error of `code` with log `detail`.

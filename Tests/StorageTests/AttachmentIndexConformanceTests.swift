@@ -3,25 +3,9 @@ import Foundation
 import Storage
 import Testing
 
-/// Makes one `AttachmentIndex` implementation in a fresh directory; the suite runs once per factory.
-struct IndexFactory: Sendable, CustomTestStringConvertible {
-  let name: String
-  let make: @Sendable (String) throws -> any AttachmentIndex
-  var testDescription: String { name }
+let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
-  // Add PostgreSQL here when it exists. The in-memory index proves the suite is generic.
-  static let all: [IndexFactory] = [
-    IndexFactory(name: "SQLiteIndex") { try SQLiteIndex(path: $0 + "/index.sqlite") },
-    IndexFactory(name: "SQLiteIndex(NORMAL)") {
-      try SQLiteIndex(configuration: .init(path: $0 + "/index.sqlite", synchronous: .normal))
-    },
-    IndexFactory(name: "InMemoryIndex") { _ in InMemoryIndex() },
-  ]
-}
-
-private let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-
-private func record(
+func record(
   _ id: String, tenant: String = "acme", blobSeed: UInt64 = 1, bytes: Int = 1_000, created: Date = t0,
   lifetime: TimeInterval = 86_400, source: SourceInfo = sampleSource, owner: String? = nil
 ) -> AttachmentRecord {
@@ -122,7 +106,8 @@ private func record(
     try index.insert(record("att_a", blobSeed: 1, bytes: 100))
     try index.insert(record("att_b", blobSeed: 1, bytes: 100))
     try index.insert(record("att_c", blobSeed: 2, bytes: 50))
-    _ = try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60)
+    _ = try index.beginIdempotent(
+      tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60, lease: 60)
     #expect(
       try index.statistics()
         == IndexStatistics(attachments: 3, attachmentBytes: 250, blobs: 2, blobBytes: 150, idempotencyKeys: 1)
@@ -153,7 +138,7 @@ private func record(
       -> IdempotencyBegin
     {
       try index.beginIdempotent(
-        tenant: tenant, key: "key-1", fingerprint: fingerprint, now: now, lifetime: 86_400)
+        tenant: tenant, key: "key-1", fingerprint: fingerprint, now: now, lifetime: 86_400, lease: 600)
     }
     #expect(try begin() == .started)
     #expect(try begin() == .inProgress)
@@ -176,7 +161,7 @@ private func record(
     let directory = try TemporaryDirectory()
     let index = try factory.make(directory.path)
     let begin = {
-      try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60)
+      try index.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f", now: t0, lifetime: 60, lease: 60)
     }
     #expect(try begin() == .started)
     try index.abandonIdempotent(tenant: "acme", key: "k")
@@ -192,24 +177,46 @@ private func record(
   }
 
   @Test(arguments: IndexFactory.all)
-  func startUpReleasesRunningClaimsAndPurgeDropsOldKeys(factory: IndexFactory) throws {
+  func runningClaimHoldsItsKeyForItsLeaseOnly(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    func begin(_ fingerprint: String, at seconds: TimeInterval) throws -> IdempotencyBegin {
+      try index.beginIdempotent(
+        tenant: "acme", key: "k", fingerprint: fingerprint, now: t0.addingTimeInterval(seconds),
+        lifetime: 3_600,
+        lease: 60)
+    }
+    #expect(try begin("f", at: 0) == .started)
+    #expect(try begin("f", at: 59) == .inProgress)
+    #expect(try begin("g", at: 59) == .mismatch)
+    // The lease passed without an answer: the claim counts as abandoned, whatever its fingerprint.
+    #expect(try begin("g", at: 60) == .started)
+    #expect(try begin("g", at: 61) == .inProgress)
+    let response = StoredResponse(status: 201, body: [7])
+    try index.completeIdempotent(tenant: "acme", key: "k", response: response)
+    // An answer is kept for the key's lifetime, long after the lease.
+    #expect(try begin("g", at: 3_659) == .completed(response))
+    #expect(try begin("g", at: 3_660) == .started)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func purgeDropsKeysCreatedBeforeTheCutoff(factory: IndexFactory) throws {
     let directory = try TemporaryDirectory()
     let index = try factory.make(directory.path)
     let response = StoredResponse(status: 200, body: [1, 2, 3])
-    _ = try index.beginIdempotent(tenant: "acme", key: "running", fingerprint: "f", now: t0, lifetime: 600)
-    _ = try index.beginIdempotent(tenant: "acme", key: "done", fingerprint: "f", now: t0, lifetime: 600)
+    func begin(_ key: String, at seconds: TimeInterval) throws -> IdempotencyBegin {
+      try index.beginIdempotent(
+        tenant: "acme", key: key, fingerprint: "f", now: t0.addingTimeInterval(seconds), lifetime: 600,
+        lease: 60)
+    }
+    _ = try begin("running", at: 0)
+    _ = try begin("done", at: 0)
     try index.completeIdempotent(tenant: "acme", key: "done", response: response)
-    try index.abandonAllRunningIdempotent()
-    #expect(
-      try index.beginIdempotent(tenant: "acme", key: "running", fingerprint: "f", now: t0, lifetime: 600)
-        == .started)
-    #expect(
-      try index.beginIdempotent(tenant: "acme", key: "done", fingerprint: "f", now: t0, lifetime: 600)
-        == .completed(response))
-    _ = try index.beginIdempotent(
-      tenant: "acme", key: "later", fingerprint: "f", now: t0.addingTimeInterval(500), lifetime: 600)
+    _ = try begin("later", at: 500)
     #expect(try index.purgeIdempotent(createdBefore: t0.addingTimeInterval(100)) == 2)
     #expect(try index.statistics().idempotencyKeys == 1)
+    #expect(try begin("done", at: 501) == .started)
+    #expect(try begin("later", at: 501) == .inProgress)
   }
 
   @Test(arguments: IndexFactory.all)
@@ -220,7 +227,7 @@ private func record(
     onThreads(16) { _ in
       do {
         let result = try index.beginIdempotent(
-          tenant: "acme", key: "same", fingerprint: "f", now: t0, lifetime: 60)
+          tenant: "acme", key: "same", fingerprint: "f", now: t0, lifetime: 60, lease: 60)
         outcomes.add("\(result)")
       } catch {
         outcomes.add("error \(error)")
@@ -250,6 +257,34 @@ private func record(
     }
     #expect(failures.all.isEmpty, "\(failures.all)")
     #expect(try index.statistics().attachments == 320)
+  }
+
+  @Test(arguments: IndexFactory.all)
+  func valuesThatLookLikeSQLAreStoredAsGiven(factory: IndexFactory) throws {
+    let directory = try TemporaryDirectory()
+    let index = try factory.make(directory.path)
+    let tenant = "o'brien\"; DROP TABLE attachments; --"
+    let odd = record(
+      "att_'1", tenant: tenant,
+      source: SourceInfo(
+        format: "heic", width: 1, height: 2, bytes: 3, orientationSource: "exif'",
+        colourProfile: "Ünïcødé P3 ✓ \\x00"))
+    try index.insert(odd)
+    #expect(try index.attachment(tenant: tenant, id: "att_'1", now: t0) == odd)
+    #expect(try index.tenant(ofAttachment: "att_'1", now: t0) == tenant)
+    #expect(try index.attachment(tenant: "o'brien", id: "att_'1", now: t0) == nil)
+    let response = StoredResponse(
+      status: 201, headers: ["Location": "/v1/attachments/att_'1"], body: [0, 39, 92, 0xFF, 0])
+    _ = try index.beginIdempotent(
+      tenant: tenant, key: "k'", fingerprint: "f'", now: t0, lifetime: 60, lease: 60)
+    try index.completeIdempotent(tenant: tenant, key: "k'", response: response)
+    #expect(
+      try index.beginIdempotent(
+        tenant: tenant, key: "k'", fingerprint: "f'", now: t0, lifetime: 60, lease: 60)
+        == .completed(response))
+    try index.setRetention(12.25, tenant: tenant)
+    #expect(try index.retention(tenant: tenant) == 12.25)
+    #expect(try index.statistics().attachments == 1)
   }
 
   @Test(arguments: IndexFactory.all)

@@ -5,11 +5,47 @@ import Storage
 import Synchronization
 import Testing
 
-@Suite struct AttachmentStoreTests {
-  private func embedded(
-    _ directory: TemporaryDirectory, clock: TestClock, configuration: AttachmentStore.Configuration = .init()
-  ) throws -> AttachmentStore {
+/// Makes an `AttachmentStore` over a directory's blobs and one index backend; calling it again on
+/// the same directory is a restart (or a second node) over the same blobs and index.
+struct StoreBackend: Sendable, Equatable, CustomTestStringConvertible {
+  let name: String
+  let make: @Sendable (TemporaryDirectory, TestClock, AttachmentStore.Configuration) throws -> AttachmentStore
+  var testDescription: String { name }
+
+  static func == (left: StoreBackend, right: StoreBackend) -> Bool { left.name == right.name }
+
+  /// Restarted, the embedded store releases its earlier process's running claims at once.
+  var releasesClaimsAtStart: Bool { name == "embedded" }
+
+  static let embedded = StoreBackend(name: "embedded") { directory, clock, configuration in
     try AttachmentStore.embedded(directory: directory.path, configuration: configuration, now: clock.closure)
+  }
+
+  static let postgres = StoreBackend(name: "FileBlobStore+PostgresIndex") { directory, clock, configuration in
+    // The schema's URL is kept in the directory, so that a second store on it shares the index.
+    let file = directory.path + "/postgres-url"
+    let url: String
+    if let saved = try? String(contentsOfFile: file, encoding: .utf8) {
+      url = saved
+    } else {
+      url = try PostgresTestDatabase.freshURL()
+      try Data(url.utf8).write(to: URL(fileURLWithPath: file))
+    }
+    return try AttachmentStore(
+      blobs: FileBlobStore(root: directory.path), index: PostgresIndex(url: url),
+      configuration: configuration,
+      now: clock.closure)
+  }
+
+  static let all = [embedded, postgres]
+}
+
+@Suite struct AttachmentStoreTests {
+  private func makeStore(
+    _ directory: TemporaryDirectory, clock: TestClock, configuration: AttachmentStore.Configuration = .init(),
+    backend: StoreBackend = .embedded
+  ) throws -> AttachmentStore {
+    try backend.make(directory, clock, configuration)
   }
 
   private func store(
@@ -22,10 +58,11 @@ import Testing
       retention: retention)
   }
 
-  @Test func storedImageComesBackWithItsRecordAndBytes() throws {
+  @Test(arguments: StoreBackend.all)
+  func storedImageComesBackWithItsRecordAndBytes(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
     let clock = TestClock()
-    let attachments = try embedded(directory, clock: clock)
+    let attachments = try makeStore(directory, clock: clock, backend: backend)
     let bytes = sampleBytes(10_000, seed: 1)
     let record = try store(attachments, seed: 1)
     #expect(SecureRandom.isIdentifier(record.id))
@@ -41,12 +78,14 @@ import Testing
     let path = try #require(attachments.path(for: record))
     #expect(FileManager.default.contents(atPath: path) == Data(bytes))
     // The embedded layout: one index file beside the blob and temp directories.
-    #expect(FileManager.default.fileExists(atPath: directory.path + "/index.sqlite"))
+    #expect(
+      FileManager.default.fileExists(atPath: directory.path + "/index.sqlite") == (backend == .embedded))
   }
 
-  @Test func anotherTenantCanNeitherSeeNorDeleteAnAttachment() throws {
+  @Test(arguments: StoreBackend.all)
+  func anotherTenantCanNeitherSeeNorDeleteAnAttachment(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
-    let attachments = try embedded(directory, clock: TestClock())
+    let attachments = try makeStore(directory, clock: TestClock(), backend: backend)
     let record = try store(attachments, tenant: "acme", seed: 2)
     #expect(try attachments.get(tenant: "evil", id: record.id) == nil)
     #expect(
@@ -57,9 +96,10 @@ import Testing
     #expect(try attachments.read(record).count == 10_000)
   }
 
-  @Test func deleteRemovesAccessAtOnceAndBytesWhenNoRowRefersToThem() throws {
+  @Test(arguments: StoreBackend.all)
+  func deleteRemovesAccessAtOnceAndBytesWhenNoRowRefersToThem(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
-    let attachments = try embedded(directory, clock: TestClock())
+    let attachments = try makeStore(directory, clock: TestClock(), backend: backend)
     // The same image uploaded by two tenants: two records, one blob.
     let first = try store(attachments, tenant: "acme", seed: 3)
     let second = try store(attachments, tenant: "beta", seed: 3)
@@ -78,10 +118,12 @@ import Testing
     #expect(directory.files(under: "blobs").isEmpty)
   }
 
-  @Test func retentionComesFromTheCallThenTheTenantThenTheDefault() throws {
+  @Test(arguments: StoreBackend.all)
+  func retentionComesFromTheCallThenTheTenantThenTheDefault(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
     let clock = TestClock()
-    let attachments = try embedded(directory, clock: clock, configuration: .init(defaultRetention: 1_000))
+    let attachments = try makeStore(
+      directory, clock: clock, configuration: .init(defaultRetention: 1_000), backend: backend)
     try attachments.setRetention(500, tenant: "short")
     #expect(try store(attachments, tenant: "acme", seed: 4).expiresAt == clock.now.addingTimeInterval(1_000))
     #expect(try store(attachments, tenant: "short", seed: 4).expiresAt == clock.now.addingTimeInterval(500))
@@ -90,10 +132,11 @@ import Testing
         == clock.now.addingTimeInterval(60))
   }
 
-  @Test func expiredAttachmentVanishesAtOnceAndTheSweeperRemovesRowAndBytes() throws {
+  @Test(arguments: StoreBackend.all)
+  func expiredAttachmentVanishesAtOnceAndTheSweeperRemovesRowAndBytes(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
     let clock = TestClock(Date())
-    let attachments = try embedded(directory, clock: clock)
+    let attachments = try makeStore(directory, clock: clock, backend: backend)
     let short = try store(attachments, seed: 5, retention: 60)
     let long = try store(attachments, seed: 6, retention: 3_600)
     let sharedLong = try store(attachments, tenant: "beta", seed: 5, retention: 3_600)
@@ -116,7 +159,8 @@ import Testing
     #expect(try attachments.statistics().attachments == 0)
   }
 
-  @Test func unreferencedBlobFromACrashIsSweptOnlyAfterTheGracePeriod() throws {
+  @Test(arguments: StoreBackend.all)
+  func unreferencedBlobFromACrashIsSweptOnlyAfterTheGracePeriod(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
     let clock = TestClock(Date())
     let bytes = sampleBytes(4_000, seed: 7)
@@ -125,7 +169,8 @@ import Testing
       let blobs = try FileBlobStore(root: directory.path)
       _ = try blobs.put(bytes)
     }
-    let attachments = try embedded(directory, clock: clock, configuration: .init(sweepGrace: 600))
+    let attachments = try makeStore(
+      directory, clock: clock, configuration: .init(sweepGrace: 600), backend: backend)
     let live = try store(attachments, seed: 8)
     #expect(try attachments.sweep().deletedBlobs == 0)
     #expect(try attachments.blobs.exists(BlobHash.of(bytes)))
@@ -138,20 +183,22 @@ import Testing
     #expect(try attachments.read(live).count == 10_000)
   }
 
-  @Test func sweepingPurgesIdempotencyKeysAfterTheirLifetime() throws {
+  @Test(arguments: StoreBackend.all)
+  func sweepingPurgesIdempotencyKeysAfterTheirLifetime(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
     let clock = TestClock()
-    let attachments = try embedded(directory, clock: clock)
+    let attachments = try makeStore(directory, clock: clock, backend: backend)
     #expect(try attachments.beginIdempotent(tenant: "acme", key: "k", fingerprint: "f") == .started)
     clock.advance(by: 86_401)
     #expect(try attachments.sweep().purgedIdempotencyKeys == 1)
     #expect(try attachments.statistics().idempotencyKeys == 0)
   }
 
-  @Test func idempotentRetryGetsTheFirstAnswerAndARestartReleasesRunningClaims() throws {
+  @Test(arguments: StoreBackend.all)
+  func idempotentRetryGetsTheFirstAnswerAndADeadClaimFreesItsKey(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
     let clock = TestClock()
-    var attachments = try embedded(directory, clock: clock)
+    var attachments = try makeStore(directory, clock: clock, backend: backend)
     #expect(try attachments.beginIdempotent(tenant: "acme", key: "a", fingerprint: "f") == .started)
     #expect(try attachments.beginIdempotent(tenant: "acme", key: "a", fingerprint: "f") == .inProgress)
     let answer = StoredResponse(
@@ -162,24 +209,32 @@ import Testing
     try attachments.abandonIdempotent(tenant: "acme", key: "b")
     #expect(try attachments.beginIdempotent(tenant: "acme", key: "b", fingerprint: "f") == .started)
 
-    // kill -9 with "b" running: the next process must not answer 409 for 24 hours.
-    attachments = try embedded(directory, clock: clock)
+    // kill -9 with "b" running: the next process must not answer 409 for 24 hours. The embedded
+    // store knows no other process can be running it and frees the key at start; a shared
+    // index cannot know that (another node may be), so the key is free once the lease passes.
+    attachments = try makeStore(directory, clock: clock, backend: backend)
+    if !backend.releasesClaimsAtStart {
+      #expect(try attachments.beginIdempotent(tenant: "acme", key: "b", fingerprint: "f") == .inProgress)
+      clock.advance(by: attachments.configuration.idempotencyLease)
+    }
     #expect(try attachments.beginIdempotent(tenant: "acme", key: "b", fingerprint: "f") == .started)
     #expect(try attachments.beginIdempotent(tenant: "acme", key: "a", fingerprint: "f") == .completed(answer))
   }
 
-  @Test func writabilityReflectsTheDisk() throws {
+  @Test(arguments: StoreBackend.all)
+  func writabilityReflectsTheDisk(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
-    let attachments = try embedded(directory, clock: TestClock())
+    let attachments = try makeStore(directory, clock: TestClock(), backend: backend)
     #expect(attachments.isWritable())
     try FileManager.default.removeItem(atPath: directory.path + "/tmp")
     #expect(!attachments.isWritable())
     #expect(throws: StorageError.self) { try attachments.checkWritable() }
   }
 
-  @Test func sixteenConcurrentStoresAllLandAndReadBack() throws {
+  @Test(arguments: StoreBackend.all)
+  func sixteenConcurrentStoresAllLandAndReadBack(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
-    let attachments = try embedded(directory, clock: TestClock())
+    let attachments = try makeStore(directory, clock: TestClock(), backend: backend)
     let results = Mutex<[(record: AttachmentRecord, seed: UInt64)]>([])
     let failures = Failures()
     onThreads(16) { worker in
@@ -205,10 +260,12 @@ import Testing
     #expect(try attachments.statistics().blobs == 4 + 12 * 4)
   }
 
-  @Test func concurrentStoresDeletesAndSweepsNeverLeaveARowWithoutItsBlob() throws {
+  @Test(arguments: StoreBackend.all)
+  func concurrentStoresDeletesAndSweepsNeverLeaveARowWithoutItsBlob(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()
     let clock = TestClock(Date().addingTimeInterval(10_000))  // every blob is past the grace period
-    let attachments = try embedded(directory, clock: clock, configuration: .init(sweepGrace: 1))
+    let attachments = try makeStore(
+      directory, clock: clock, configuration: .init(sweepGrace: 1), backend: backend)
     let failures = Failures()
     // Every worker stores and deletes the same two images, so a store's deduplicated blob is
     // constantly the last reference someone else's delete (or the sweeper) wants to remove.
@@ -227,6 +284,39 @@ import Testing
     #expect(failures.all.isEmpty, "\(failures.all.prefix(3))")
     #expect(try attachments.statistics().attachments == 0)
     #expect(directory.files(under: "blobs").isEmpty)
+  }
+
+  @Test(.timeLimit(.minutes(2)), arguments: StoreBackend.all)
+  func twoNodesStoringDeletingAndSweepingNeverLeaveARowWithoutItsBlob(backend: StoreBackend) throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock(Date().addingTimeInterval(10_000))  // every blob is past the grace period
+    let configuration = AttachmentStore.Configuration(sweepGrace: 1)
+    // Two stores over the same blob directory and index: two nodes behind a load balancer.
+    let nodes = [
+      try makeStore(directory, clock: clock, configuration: configuration, backend: backend),
+      try makeStore(directory, clock: clock, configuration: configuration, backend: backend),
+    ]
+    let failures = Failures()
+    // Node B sweeps (and deletes) the very images node A is storing, and the other way round.
+    onThreads(8) { worker in
+      let node = nodes[worker % 2]
+      for round in 0..<30 {
+        do {
+          let record = try store(node, tenant: "t\(worker)", seed: UInt64(round % 2))
+          if try nodes[(worker + 1) % 2].read(record).count != 10_000 {
+            failures.add("short blob for \(record.id)")
+          }
+          if worker < 2 && round % 3 == 0 { _ = try node.sweep() }
+          try nodes[(worker + 1) % 2].delete(tenant: record.tenant, id: record.id)
+        } catch {
+          failures.add("worker \(worker) round \(round): \(error)")
+        }
+      }
+    }
+    #expect(failures.all.isEmpty, "\(failures.all.prefix(3))")
+    #expect(try nodes[0].statistics().attachments == 0)
+    #expect(directory.files(under: "blobs").isEmpty)
+    #expect(try nodes[1].index.unreferencedBlobs(now: clock.now, limit: 10).isEmpty)
   }
 
   @Test func invalidConfigurationIsRejected() throws {

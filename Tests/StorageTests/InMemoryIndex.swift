@@ -2,8 +2,8 @@ import Foundation
 import Storage
 import Synchronization
 
-/// A second `AttachmentIndex`, in memory, that shows the conformance suite is not SQLite-shaped.
-/// Test-only: the App's tests use `SQLiteIndex`.
+/// A third `AttachmentIndex`, in memory, that shows the conformance suite is not shaped by
+/// either database. Test-only: the App's tests use `SQLiteIndex`.
 final class InMemoryIndex: AttachmentIndex {
   private struct Key: Hashable {
     var tenant: String
@@ -13,6 +13,7 @@ final class InMemoryIndex: AttachmentIndex {
   private struct Claim {
     var fingerprint: String
     var createdAt: Date
+    var leaseEnd: Date
     var response: StoredResponse?
   }
 
@@ -26,29 +27,46 @@ final class InMemoryIndex: AttachmentIndex {
     var retention: [String: TimeInterval] = [:]
     var claims: [Key: Claim] = [:]
     var counters: [UsageKey: Counter] = [:]
+    /// Blobs pinned at least once and not collected since (refs are counted from `rows`).
+    var knownBlobs: Set<BlobHash> = []
+    var pins: [String: BlobPin] = [:]
+    var nextPin = 0
   }
 
-  private let state = Mutex(State())
+  /// The state, shared with `sibling()`s: two "nodes" over one index.
+  private final class Shared: Sendable {
+    let state = Mutex(State())
+  }
+
+  private let shared: Shared
+
+  init() { shared = Shared() }
+
+  private init(sharing other: InMemoryIndex) { shared = other.shared }
+
+  /// A second index over the same rows, as a second node sees a shared database.
+  func sibling() -> InMemoryIndex { InMemoryIndex(sharing: self) }
 
   func insert(_ record: AttachmentRecord) throws {
-    try state.withLock { state in
+    try shared.state.withLock { state in
       guard state.rows[record.id] == nil else { throw StorageError(.conflict, "id exists") }
       state.rows[record.id] = record
+      state.knownBlobs.insert(record.blob)
     }
   }
 
   func attachment(tenant: String, id: String, now: Date) throws -> AttachmentRecord? {
-    state.withLock { state in
+    shared.state.withLock { state in
       state.rows[id].flatMap { $0.tenant == tenant && $0.expiresAt > now ? $0 : nil }
     }
   }
 
   func tenant(ofAttachment id: String, now: Date) throws -> String? {
-    state.withLock { state in state.rows[id].flatMap { $0.expiresAt > now ? $0.tenant : nil } }
+    shared.state.withLock { state in state.rows[id].flatMap { $0.expiresAt > now ? $0.tenant : nil } }
   }
 
   func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord? {
-    state.withLock { state in
+    shared.state.withLock { state in
       guard let row = state.rows[id], row.tenant == tenant else { return nil }
       state.rows[id] = nil
       return row
@@ -56,7 +74,7 @@ final class InMemoryIndex: AttachmentIndex {
   }
 
   func deleteExpired(now: Date, limit: Int) throws -> [AttachmentRecord] {
-    state.withLock { state in
+    shared.state.withLock { state in
       let expired = state.rows.values.filter { $0.expiresAt <= now }.sorted { $0.expiresAt < $1.expiresAt }
         .prefix(limit)
       for row in expired { state.rows[row.id] = nil }
@@ -65,11 +83,11 @@ final class InMemoryIndex: AttachmentIndex {
   }
 
   func referenceCount(of blob: BlobHash) throws -> Int {
-    state.withLock { $0.rows.values.count { $0.blob == blob } }
+    shared.state.withLock { $0.rows.values.count { $0.blob == blob } }
   }
 
   func statistics() throws -> IndexStatistics {
-    state.withLock { state in
+    shared.state.withLock { state in
       var blobs: [BlobHash: Int] = [:]
       for row in state.rows.values { blobs[row.blob] = max(blobs[row.blob] ?? 0, row.bytes) }
       return IndexStatistics(
@@ -79,29 +97,32 @@ final class InMemoryIndex: AttachmentIndex {
   }
 
   func setRetention(_ retention: TimeInterval?, tenant: String) throws {
-    state.withLock { $0.retention[tenant] = retention }
+    shared.state.withLock { $0.retention[tenant] = retention }
   }
 
   func retention(tenant: String) throws -> TimeInterval? {
-    state.withLock { $0.retention[tenant] }
+    shared.state.withLock { $0.retention[tenant] }
   }
 
-  func beginIdempotent(tenant: String, key: String, fingerprint: String, now: Date, lifetime: TimeInterval)
-    throws -> IdempotencyBegin
-  {
-    state.withLock { state in
+  func beginIdempotent(
+    tenant: String, key: String, fingerprint: String, now: Date, lifetime: TimeInterval, lease: TimeInterval
+  ) throws -> IdempotencyBegin {
+    shared.state.withLock { state in
       let id = Key(tenant: tenant, key: key)
-      if let claim = state.claims[id], now.timeIntervalSince(claim.createdAt) < lifetime {
+      if let claim = state.claims[id], now.timeIntervalSince(claim.createdAt) < lifetime,
+        claim.response != nil || claim.leaseEnd > now
+      {
         guard claim.fingerprint == fingerprint else { return .mismatch }
         return claim.response.map { .completed($0) } ?? .inProgress
       }
-      state.claims[id] = Claim(fingerprint: fingerprint, createdAt: now, response: nil)
+      state.claims[id] = Claim(
+        fingerprint: fingerprint, createdAt: now, leaseEnd: now.addingTimeInterval(lease), response: nil)
       return .started
     }
   }
 
   func completeIdempotent(tenant: String, key: String, response: StoredResponse) throws {
-    try state.withLock { state in
+    try shared.state.withLock { state in
       let id = Key(tenant: tenant, key: key)
       guard state.claims[id]?.response == nil, state.claims[id] != nil else {
         throw StorageError(.notFound, "no running claim")
@@ -111,22 +132,68 @@ final class InMemoryIndex: AttachmentIndex {
   }
 
   func abandonIdempotent(tenant: String, key: String) throws {
-    state.withLock { state in
+    shared.state.withLock { state in
       let id = Key(tenant: tenant, key: key)
       if state.claims[id]?.response == nil { state.claims[id] = nil }
     }
   }
 
-  func abandonAllRunningIdempotent() throws {
-    state.withLock { $0.claims = $0.claims.filter { $0.value.response != nil } }
-  }
-
   func purgeIdempotent(createdBefore cutoff: Date) throws -> Int {
-    state.withLock { state in
+    shared.state.withLock { state in
       let before = state.claims.count
       state.claims = state.claims.filter { $0.value.createdAt > cutoff }
       return before - state.claims.count
     }
+  }
+
+  func pinBlob(_ blob: BlobHash, now: Date, lease: TimeInterval) throws -> BlobPin {
+    shared.state.withLock { state in
+      state.nextPin += 1
+      let pin = BlobPin(id: "pin_\(state.nextPin)", blob: blob, expiresAt: now.addingTimeInterval(lease))
+      state.pins[pin.id] = pin
+      state.knownBlobs.insert(blob)
+      return pin
+    }
+  }
+
+  func unpinBlob(_ pin: BlobPin) throws {
+    _ = shared.state.withLock { $0.pins.removeValue(forKey: pin.id) }
+  }
+
+  func purgeBlobPins(expiredBy now: Date) throws -> Int {
+    shared.state.withLock { state in
+      let before = state.pins.count
+      state.pins = state.pins.filter { $0.value.expiresAt > now }
+      return before - state.pins.count
+    }
+  }
+
+  func unreferencedBlobs(now: Date, limit: Int) throws -> [BlobHash] {
+    shared.state.withLock { state in
+      Array(
+        state.knownBlobs.filter { !Self.needed($0, in: state, now: now) }.sorted { $0.hex < $1.hex }.prefix(
+          limit))
+    }
+  }
+
+  func collectBlob(_ blob: BlobHash, now: Date, unknown: Bool, remove: (BlobHash) throws -> Bool) throws
+    -> Bool
+  {
+    // Under the one lock, like SQLiteIndex's writer: no pin or insert between check and removal.
+    try shared.state.withLock { state in
+      guard unknown || state.knownBlobs.contains(blob), !Self.needed(blob, in: state, now: now) else {
+        return false
+      }
+      let removed = try remove(blob)
+      state.knownBlobs.remove(blob)
+      state.pins = state.pins.filter { $0.value.blob != blob }
+      return removed
+    }
+  }
+
+  private static func needed(_ blob: BlobHash, in state: State, now: Date) -> Bool {
+    state.rows.values.contains { $0.blob == blob }
+      || state.pins.values.contains { $0.blob == blob && $0.expiresAt > now }
   }
 
   func checkWritable(now: Date) throws {}
@@ -136,7 +203,7 @@ final class InMemoryIndex: AttachmentIndex {
   )
     throws -> UsageReservation
   {
-    state.withLock { state in
+    shared.state.withLock { state in
       var counter = Counter(amount: .zero, expiresAt: expiresAt)
       if let existing = state.counters[key], existing.expiresAt > now { counter = existing }
       if let maxFiles = limits.maxFiles, counter.amount.files + amount.files > maxFiles {
@@ -153,7 +220,7 @@ final class InMemoryIndex: AttachmentIndex {
   }
 
   func releaseUsage(_ key: UsageKey, amount: UsageAmount) throws {
-    state.withLock { state in
+    shared.state.withLock { state in
       guard var counter = state.counters[key] else { return }
       counter.amount.files = max(0, counter.amount.files - amount.files)
       counter.amount.bytes = max(0, counter.amount.bytes - amount.bytes)
@@ -162,11 +229,11 @@ final class InMemoryIndex: AttachmentIndex {
   }
 
   func usage(_ key: UsageKey, now: Date) throws -> UsageAmount? {
-    state.withLock { state in state.counters[key].flatMap { $0.expiresAt > now ? $0.amount : nil } }
+    shared.state.withLock { state in state.counters[key].flatMap { $0.expiresAt > now ? $0.amount : nil } }
   }
 
   func purgeUsage(expiredBefore cutoff: Date) throws -> Int {
-    state.withLock { state in
+    shared.state.withLock { state in
       let before = state.counters.count
       state.counters = state.counters.filter { $0.value.expiresAt > cutoff }
       return before - state.counters.count

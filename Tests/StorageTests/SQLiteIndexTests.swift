@@ -35,6 +35,38 @@ import Testing
     #expect(try reopened.retention(tenant: "acme") == 5)
   }
 
+  @Test func indexOfTheFirstSchemaGainsBlobReferencesAndLeases() throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.path + "/index.sqlite"
+    let blob = BlobHash.of([1, 2, 3])
+    do {
+      // A file as the first release left it: two rows sharing a blob, a claim of a dead process.
+      let connection = try SQLiteConnection(path: path, readOnly: false, busyTimeoutMilliseconds: 1_000)
+      try connection.execute(SQLiteIndex.migrations[0])
+      try connection.execute("PRAGMA user_version = 1")
+      for id in ["att_a", "att_b"] {
+        try connection.query(
+          """
+          INSERT INTO attachments VALUES (?, 'acme', ?, 'image/jpeg', 1, 1, 300, 'jpeg', 1, 1, 300, 1, NULL, NULL,
+            1800000000, 1900000000)
+          """, [.text(id), .text(blob.hex)])
+      }
+      try connection.query(
+        "INSERT INTO idempotency_keys VALUES ('acme', 'k', 'f', 'running', NULL, NULL, NULL, 1800000000)")
+    }
+    let index = try SQLiteIndex(path: path)
+    #expect(
+      try index.read { try $0.query("PRAGMA user_version") }.first?.first?.integer
+        == Int64(SQLiteIndex.schemaVersion))
+    #expect(try index.referenceCount(of: blob) == 2)
+    #expect(try index.statistics().blobBytes == 300)
+    let now = Date(timeIntervalSince1970: 1_800_000_010)
+    #expect(
+      try index.beginIdempotent(
+        tenant: "acme", key: "k", fingerprint: "f", now: now, lifetime: 86_400, lease: 60)
+        == .started)
+  }
+
   @Test func schemaFromANewerBuildIsRefused() throws {
     let directory = try TemporaryDirectory()
     let path = directory.path + "/index.sqlite"
@@ -73,8 +105,8 @@ import Testing
 
   @Test func storedResponseHeadersRoundTrip() {
     let headers = ["Location": "/v1/attachments/att_1", "Content-Type": "application/json; charset=utf-8"]
-    #expect(SQLiteIndex.decodeHeaders(SQLiteIndex.encodeHeaders(headers)) == headers)
-    #expect(SQLiteIndex.decodeHeaders("") == [:])
+    #expect(StoredHeaders.decode(StoredHeaders.encode(headers)) == headers)
+    #expect(StoredHeaders.decode("") == [:])
   }
 
   @Test func anIndexOfSchemaOneIsMigratedKeepingItsRowsWithNoOwner() throws {
@@ -86,16 +118,28 @@ import Testing
       height: 2, bytes: 3, source: sampleSource, createdAt: created, expiresAt: created.addingTimeInterval(10)
     )
     do {
-      let index = try SQLiteIndex(path: path)
-      try index.insert(stored)
-      // Back to what the first release wrote: no owner column, no usage table.
-      try index.write {
-        try $0.execute(
-          "ALTER TABLE attachments DROP COLUMN owner; DROP TABLE usage_counters; PRAGMA user_version = 1")
-      }
+      // A file as the first release wrote it: no owner column, no usage table.
+      let connection = try SQLiteConnection(path: path, readOnly: false, busyTimeoutMilliseconds: 1_000)
+      try connection.execute(SQLiteIndex.migrations[0])
+      try connection.execute("PRAGMA user_version = 1")
+      try connection.query(
+        """
+        INSERT INTO attachments VALUES (?, 'acme', ?, 'image/jpeg', 1, 2, 3, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """,
+        [
+          .text(stored.id), .text(stored.blob.hex), .text(sampleSource.format),
+          .integer(Int64(sampleSource.width)),
+          .integer(Int64(sampleSource.height)), .integer(Int64(sampleSource.bytes)),
+          .integer(Int64(sampleSource.orientation)),
+          sampleSource.orientationSource.map(SQLValue.text) ?? .null,
+          sampleSource.colourProfile.map(SQLValue.text) ?? .null, .integer(1_800_000_000),
+          .integer(1_800_000_010),
+        ])
     }
     let migrated = try SQLiteIndex(path: path)
-    #expect(try migrated.read { try $0.query("PRAGMA user_version") }.first?.first?.integer == 2)
+    #expect(
+      try migrated.read { try $0.query("PRAGMA user_version") }.first?.first?.integer
+        == Int64(SQLiteIndex.schemaVersion))
     #expect(try migrated.attachment(tenant: "acme", id: "att_old", now: created) == stored)
     let key = UsageKey(tenant: "acme", name: "jti:x")
     #expect(

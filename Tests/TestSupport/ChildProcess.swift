@@ -1,0 +1,113 @@
+import Foundation
+import Glibc
+
+/// Runs helper programs (initdb, pg_ctl, psql) to completion under a deadline.
+public enum ChildProcess {
+  /// What a finished program printed and how it ended.
+  public struct Outcome: Sendable {
+    public var status: Int32
+    public var output: String
+  }
+
+  /// A failure to run a program, with what it printed.
+  public struct Failure: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// Runs `executable` with `arguments`, feeding `input`, and waits at most `timeout` seconds.
+  ///
+  /// Standard output and error go to a temporary file, not a pipe: a daemon the program starts
+  /// (pg_ctl's postmaster) must not hold a pipe of ours open after the program exits. Spawned
+  /// and reaped here with posix_spawn and waitpid: Foundation's `Process` did not notice
+  /// runuser's exit after `pg_ctl start` (its child daemon lives on), and waited for ever.
+  @discardableResult
+  public static func run(
+    _ executable: String, _ arguments: [String], input: String? = nil, timeout: TimeInterval = 60,
+    checked: Bool = true
+  ) throws -> Outcome {
+    let outputPath = try temporaryFile(contents: "")
+    defer { unlink(outputPath) }
+    let inputPath = try temporaryFile(contents: input ?? "")
+    defer { unlink(inputPath) }
+    let pid = try spawn(executable, arguments, input: inputPath, output: outputPath)
+    let deadline = Date().addingTimeInterval(timeout)
+    var status: Int32 = 0
+    while true {
+      let reaped = waitpid(pid, &status, WNOHANG)
+      if reaped == pid { break }
+      if reaped < 0 && errno != EINTR { throw Failure(description: "waitpid failed, errno \(errno)") }
+      if Date() >= deadline {
+        kill(pid, SIGKILL)
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) ran over \(timeout) s")
+      }
+      usleep(2_000)
+    }
+    let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+    // WIFEXITED / WEXITSTATUS are macros: exit code in bits 8…15 when the low 7 bits are 0.
+    let exitCode = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    let outcome = Outcome(status: exitCode, output: output)
+    if checked && outcome.status != 0 {
+      throw Failure(
+        description:
+          "\(URL(fileURLWithPath: executable).lastPathComponent) exited \(outcome.status): \(output)")
+    }
+    return outcome
+  }
+
+  /// Starts `/bin/sh -c script` with its standard streams on /dev/null and does not wait for it.
+  public static func spawnDetached(_ script: String) throws {
+    _ = try spawn("/bin/sh", ["-c", script], input: "/dev/null", output: "/dev/null")
+  }
+
+  private static func spawn(_ executable: String, _ arguments: [String], input: String, output: String) throws
+    -> pid_t
+  {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_APPEND, 0)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    guard result == 0 else { throw Failure(description: "posix_spawn \(executable) failed, error \(result)") }
+    return pid
+  }
+
+  private static func temporaryFile(contents: String) throws -> String {
+    var template = Array((NSTemporaryDirectory() + "/attachd-child-XXXXXX").utf8CString)
+    let descriptor = mkstemp(&template)
+    guard descriptor >= 0 else { throw Failure(description: "mkstemp failed, errno \(errno)") }
+    close(descriptor)
+    let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
+    return path
+  }
+
+  /// True while `pid` names a process that has not exited (a zombie counts as exited).
+  public static func isAlive(_ pid: pid_t) -> Bool {
+    guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+    // /proc/PID/stat: "pid (comm) S …"; the state follows the last ')'.
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+      let close = stat.lastIndex(of: ")")
+    else { return false }
+    let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+    return state != "Z" && state != "X"
+  }
+
+  /// The ids of the processes whose parent is `pid` (a postmaster's backends).
+  public static func children(of pid: pid_t) -> [pid_t] {
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+    return entries.compactMap { entry -> pid_t? in
+      guard let child = pid_t(entry),
+        let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+      else { return nil }
+      let fields = stat[stat.index(after: close)...].split(separator: " ")
+      return fields.count > 1 && pid_t(fields[1]) == pid ? child : nil
+    }
+  }
+}
