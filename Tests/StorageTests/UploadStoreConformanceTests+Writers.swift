@@ -164,7 +164,10 @@ import Testing
     let nodeB = try factory.open(directory.path, clock, UploadStoreFactory.testConfiguration, true)
     let bytes = sampleBytes(9_000, seed: 7)
     let upload = try nodeA.create(newUpload(length: bytes.count))
-    let old = try nodeA.writer(upload.id, offset: 0)
+    let stopped = CallCounter()
+    let old = try nodeA.openWriter(tenant: "acme", id: upload.id, offset: 0, length: nil) {
+      stopped.increment()
+    }
     try old.write(bytes[0..<2_000])
     try old.flush()
     clock.advance(by: UploadStoreFactory.testConfiguration.leaseDuration + 1)
@@ -173,7 +176,8 @@ import Testing
     let late = sampleBytes(1_000, seed: 99)
     _ = try late.withUnsafeBytes { try old.append($0) }
     let error = #expect(throws: StorageError.self) { try old.flush() }
-    #expect(error?.code == .preempted)
+    #expect(error?.code == .preempted && old.isPreempted && stopped.count == 1)
+    #expect(try old.close().offset == 2_000 && stopped.count == 1)
     try new.write(bytes[2_000...])
     try new.close()
     #expect(try nodeA.completedBytes(upload.id) == bytes)

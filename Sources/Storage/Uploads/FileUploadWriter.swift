@@ -100,30 +100,51 @@ final class FileUploadWriter: UploadWriter {
 
   @discardableResult
   func flush() throws -> UploadState {
-    var takenOver = false
-    let result = try slot.io.withLock { holder -> UploadState in
-      try checkRunning(closing: false)
-      let (current, wanted) = try commitPending(release: false, holder: &holder)
-      guard wanted else { return current }
-      // A request of another instance asked for the lease: hand it over now that the bytes are in.
-      _ = try? store.index.commitUploadOffset(
-        id: upload.id, token: token, from: current.offset, to: current.offset, leaseUntil: nil)
-      finish(.preempted, holder: &holder)
-      takenOver = true
-      return current
+    var notify = false
+    let result = slot.io.withLock { holder -> Result<UploadState, any Error> in
+      do {
+        try checkRunning(closing: false)
+      } catch {
+        return .failure(error)
+      }
+      do {
+        let (current, wanted) = try commitPending(release: false, holder: &holder)
+        guard wanted else { return .success(current) }
+        // A request of another instance asked for the lease: hand it over now the bytes are in.
+        _ = try? store.index.commitUploadOffset(
+          id: upload.id, token: token, from: current.offset, to: current.offset, leaseUntil: nil)
+        finish(.preempted, holder: &holder)
+        notify = true
+        return .success(current)
+      } catch {
+        // The lease went to another instance before these bytes could be committed.
+        notify = (error as? StorageError)?.code == .preempted
+        return .failure(error)
+      }
     }
-    if takenOver { onPreempted() }
-    return result
+    if notify { onPreempted() }
+    return try result.get()
   }
 
   @discardableResult
   func close() throws -> UploadState {
-    try slot.io.withLock { holder -> UploadState in
-      if let done = try checkRunning(closing: true) { return done }
-      let (current, _) = try commitPending(release: true, holder: &holder)
-      finish(.closed, holder: &holder)
-      return current
+    var notify = false
+    let result = slot.io.withLock { holder -> Result<UploadState, any Error> in
+      do {
+        if let done = try checkRunning(closing: true) { return .success(done) }
+        let (current, _) = try commitPending(release: true, holder: &holder)
+        finish(.closed, holder: &holder)
+        return .success(current)
+      } catch let error as StorageError where error.code == .preempted {
+        // The lease went to another instance first: what was buffered is not committed.
+        notify = true
+        return .success(state.withLock { $0.current })
+      } catch {
+        return .failure(error)
+      }
     }
+    if notify { onPreempted() }
+    return try result.get()
   }
 
   /// Stops this writer for a newer request, committing what it had received when `persist`.

@@ -44,10 +44,13 @@ public protocol UploadStore: Sendable {
   /// writer whose appends start at `offset` (nil: wherever the settled upload stands).
   ///
   /// `length`, when given, declares the total length in the same step (see `setLength`).
-  /// `onPreempted` is called at most once, when a later request takes the upload over, after
-  /// this writer's buffered bytes have been made durable. It runs on the pre-empting thread: it
-  /// must return quickly and must not call the store or the writer synchronously (schedule the
-  /// connection's stop, and `close` the writer, elsewhere).
+  /// `onPreempted` is called at most once, when a later request takes the upload over: by the
+  /// pre-empting request's thread once this writer's buffered bytes are durable, or by this
+  /// writer's own `flush` or `close` when it learns from the index that a request on another
+  /// node wants the upload (or took it after the lease lapsed; then the bytes buffered since the
+  /// last flush are dropped and `flush` throws `.preempted`). It must return quickly and must not
+  /// call the store or the writer synchronously: schedule the connection's stop, and `close`
+  /// the writer, elsewhere.
   ///
   /// Throws `.notFound`; `.uploadCompleted`; `.offsetMismatch` (with the current offset) when
   /// `offset` is not the settled offset; `.lengthMismatch` / `.lengthExceeded` for a bad `length`;
