@@ -68,32 +68,48 @@ extension SQLiteIndex {
 
   /// Advances a receiving upload's offset from `from` to `to` if `token` still holds its lease;
   /// renews the lease until `expiry`, or releases it when `expiry` is nil.
-  func commitUploadOffset(id: String, token: String, from: Int, to: Int, leaseUntil expiry: Date?) throws
-    -> UploadCommit
-  {
-    let rows = try write { connection in
-      if let expiry {
-        try connection.query(
-          """
-          UPDATE uploads SET received = ?, lease_expires_at_ms = ?
-          WHERE id = ? AND lease_holder = ? AND received = ? AND state = 'receiving'
-          RETURNING lease_wanted
-          """,
-          [
-            .integer(Int64(to)), .integer(Self.milliseconds(expiry)), .text(id), .text(token),
-            .integer(Int64(from)),
-          ])
-      } else {
-        try connection.query(
-          """
-          UPDATE uploads SET received = ?, lease_holder = NULL, lease_expires_at_ms = NULL, lease_wanted = 0
-          WHERE id = ? AND lease_holder = ? AND received = ? AND state = 'receiving'
-          RETURNING lease_wanted
-          """, [.integer(Int64(to)), .text(id), .text(token), .integer(Int64(from))])
+  ///
+  /// Unless `sync`, the statement commits without waiting for the WAL to reach the disk (see
+  /// `UploadStoreConfiguration.syncOffsetCommits`); the next synced commit makes it durable.
+  func commitUploadOffset(
+    id: String, token: String, from: Int, to: Int, leaseUntil expiry: Date?, sync: Bool = true
+  ) throws -> UploadCommit {
+    let rows = try write { connection -> [[SQLValue]] in
+      // One writer connection behind the mutex: the relaxed setting covers this statement only.
+      let relax = !sync && configuration.synchronous == .full
+      if relax { try connection.execute("PRAGMA synchronous = NORMAL") }
+      let rows: [[SQLValue]]
+      do {
+        rows = try Self.runOffsetCommit(connection, id: id, token: token, from: from, to: to, expiry: expiry)
+      } catch {
+        if relax { try? connection.execute("PRAGMA synchronous = FULL") }
+        throw error
       }
+      if relax { try connection.execute("PRAGMA synchronous = FULL") }
+      return rows
     }
     guard let row = rows.first else { return .lost }
     return .committed(wanted: (row[0].integer ?? 0) != 0)
+  }
+
+  private static func runOffsetCommit(
+    _ connection: SQLiteConnection, id: String, token: String, from: Int, to: Int, expiry: Date?
+  ) throws -> [[SQLValue]] {
+    if let expiry {
+      return try connection.query(
+        """
+        UPDATE uploads SET received = ?, lease_expires_at_ms = ?
+        WHERE id = ? AND lease_holder = ? AND received = ? AND state = 'receiving'
+        RETURNING lease_wanted
+        """,
+        [.integer(Int64(to)), .integer(milliseconds(expiry)), .text(id), .text(token), .integer(Int64(from))])
+    }
+    return try connection.query(
+      """
+      UPDATE uploads SET received = ?, lease_holder = NULL, lease_expires_at_ms = NULL, lease_wanted = 0
+      WHERE id = ? AND lease_holder = ? AND received = ? AND state = 'receiving'
+      RETURNING lease_wanted
+      """, [.integer(Int64(to)), .text(id), .text(token), .integer(Int64(from))])
   }
 
   /// Deletes the tenant's upload row (expired or not); returns its expiry, nil when there was none.

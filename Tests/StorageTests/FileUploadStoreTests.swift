@@ -36,6 +36,19 @@ import Testing
     #expect(Self.size(path) == 5_100)
   }
 
+  @Test func offsetCommitsLeaveTheSharedIndexConnectionFullySynced() throws {
+    let directory = try TemporaryDirectory()
+    let store = try Self.open(directory.path)
+    let upload = try store.create(newUpload(length: 10_000))
+    let writer = try store.writer(upload.id, offset: 0)
+    try writer.write(sampleBytes(9_000, seed: 11))
+    #expect(try writer.commit().offset == 9_000)
+    // The attachment index shares the connection: it must be back to FULL after each commit.
+    #expect(try store.index.write { try $0.query("PRAGMA synchronous") }.first?.first?.integer == 2)
+    try writer.close()
+    #expect(try store.index.write { try $0.query("PRAGMA synchronous") }.first?.first?.integer == 2)
+  }
+
   @Test func recordingTheResultRemovesTheSpoolFileAndCancelRemovesItToo() throws {
     let directory = try TemporaryDirectory()
     let store = try Self.open(directory.path)
@@ -147,9 +160,11 @@ import Testing
     #expect(writer.receivedOffset > capacity && writer.receivedOffset <= capacity + slice.count)
     let refused = #expect(throws: StorageError.self) { try slice.withUnsafeBytes { try writer.append($0) } }
     #expect(refused?.code == .invalidArgument)
+    // A flush frees the buffer (the bytes go to the file) without acknowledging them yet.
     let held = writer.receivedOffset
-    #expect(try writer.flush().offset == held)
+    #expect(try writer.flush().offset == 0 && writer.receivedOffset == held)
     #expect(try slice.withUnsafeBytes { try writer.append($0) } == .buffered)
+    #expect(try writer.commit().offset == held + slice.count)
     // A small upload gets a buffer no larger than it can still take.
     let small = try store.create(newUpload(length: 10))
     let tiny = try store.writer(small.id, offset: 0)

@@ -11,7 +11,7 @@ import Testing
 /// resumes at its offset to completion.
 @Suite struct UploadCrashRecoveryTests {
   static let childDirectoryVariable = "ATTACHD_UPLOAD_CRASH_CHILD"
-  static let configuration = UploadStoreConfiguration(writeBufferBytes: 16 << 10)
+  static let configuration = UploadStoreConfiguration(writeBufferBytes: 16 << 10, commitBytes: 48 << 10)
 
   /// The bytes of upload number `n`: its length and content follow from `n` alone.
   static func content(_ n: UInt64) -> [UInt8] {
@@ -76,8 +76,9 @@ import Testing
     #expect(resumed > 0)
   }
 
-  /// The child side: 8 threads each append uploads in 700-byte slices, flushing when asked and
-  /// every 20 slices, and log `id n offset` after each acknowledged flush, until killed.
+  /// The child side: 8 threads each append uploads in 700-byte slices, flushing when asked
+  /// (which commits every 48 KiB) and committing every 20 slices, and log `id n offset` after
+  /// each flush or commit, until killed.
   @Test(.enabled(if: ProcessInfo.processInfo.environment[childDirectoryVariable] != nil))
   func crashChildAppendsUntilKilled() throws {
     let directory = ProcessInfo.processInfo.environment[Self.childDirectoryVariable]!
@@ -108,8 +109,9 @@ import Testing
             }
             slices += 1
             guard outcome == .flushNeeded || slices % 20 == 0 else { continue }
-            // Like an offset sent to the client: written only once the flush returned.
-            let line = Array("\(upload.id) \(n) \(try writer.flush().offset)\n".utf8)
+            let committed = try outcome == .flushNeeded ? writer.flush() : writer.commit()
+            // Like an offset sent to the client: written only once the commit returned.
+            let line = Array("\(upload.id) \(n) \(committed.offset)\n".utf8)
             _ = line.withUnsafeBytes { write(log, $0.baseAddress, $0.count) }
           }
           // Most uploads are left unfinished, as phones on a train leave them.

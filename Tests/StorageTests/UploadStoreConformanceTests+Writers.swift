@@ -16,7 +16,8 @@ import Testing
     let old = try store.openWriter(tenant: "acme", id: upload.id, offset: 0, length: nil) {
       stopped.increment()
     }
-    try old.write(bytes[0..<5_000])  // fills the 4 KiB buffer once: that flush commits all 5,000
+    try old.write(bytes[0..<5_000])
+    try old.commit()
     _ = try bytes[5_000..<5_904].withUnsafeBytes { try old.append($0) }
     #expect(old.committedOffset == 5_000 && old.receivedOffset == 5_904)
 
@@ -78,9 +79,12 @@ import Testing
       id = try store.create(newUpload(length: bytes.count, metadata: [1, 2, 3])).id
       let writer = try store.writer(id, offset: 0)
       try writer.write(bytes[0..<10_000])
+      #expect(try writer.commit().offset == 10_000)
+      // Written out but not committed: a crash loses these too (the client resends them).
+      try writer.write(bytes[10_000..<10_500])
       #expect(try writer.flush().offset == 10_000)
       // Received but never flushed: the process "dies" with these in its buffer.
-      _ = try bytes[10_000..<12_000].withUnsafeBytes { try writer.append($0) }
+      _ = try bytes[10_500..<12_000].withUnsafeBytes { try writer.append($0) }
     }
     let store = try factory.open(directory.path, clock, UploadStoreFactory.testConfiguration, false)
     let state = try #require(try store.state(tenant: "acme", id: id))
@@ -123,7 +127,7 @@ import Testing
       stopped.increment()
     }
     try old.write(bytes[0..<1_000])
-    try old.flush()
+    try old.commit()
     let taken = Mutex<(any UploadWriter)?>(nil)
     let failure = Mutex<(any Error)?>(nil)
     let thief = Thread {
@@ -135,11 +139,11 @@ import Testing
       }
     }
     thief.start()
-    // The old node keeps receiving and flushing until it learns (from the index) it must stop.
+    // The old node keeps receiving and committing until it learns (from the index) it must stop.
     var offset = 1_000
     while !old.isPreempted && offset < bytes.count && failure.withLock({ $0 == nil }) {
       try old.write(bytes[offset..<(offset + 1_000)])
-      try old.flush()
+      try old.commit()
       offset += 1_000
       usleep(5_000)
     }
@@ -169,7 +173,7 @@ import Testing
       stopped.increment()
     }
     try old.write(bytes[0..<2_000])
-    try old.flush()
+    try old.commit()
     clock.advance(by: UploadStoreFactory.testConfiguration.leaseDuration + 1)
     let new = try nodeB.writer(upload.id, offset: 2_000)
     // The old writer wakes up: its bytes must not land, and it must learn it lost the upload.

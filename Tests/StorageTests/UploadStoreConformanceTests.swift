@@ -57,7 +57,7 @@ import Testing
   }
 
   @Test(arguments: UploadStoreFactory.all)
-  func bytesAreAcknowledgedByFlushAndReadBackWholeOnCompletion(factory: UploadStoreFactory) throws {
+  func bytesAreAcknowledgedByCommitAndReadBackWholeOnCompletion(factory: UploadStoreFactory) throws {
     let directory = try TemporaryDirectory()
     let store = try factory.open(directory.path, TestClock(), UploadStoreFactory.testConfiguration, false)
     let bytes = sampleBytes(10_000, seed: 1)
@@ -68,11 +68,36 @@ import Testing
     // Buffered is not acknowledged.
     #expect(writer.receivedOffset == 1_000 && writer.committedOffset == 0)
     #expect(try store.state(tenant: "acme", id: upload.id)?.offset == 0)
-    #expect(try writer.flush().offset == 1_000)
+    // Written out is not acknowledged either, until a commit (or enough bytes for one).
+    #expect(try writer.flush().offset == 0 && writer.receivedOffset == 1_000)
+    #expect(try writer.commit().offset == 1_000)
     #expect(try store.state(tenant: "acme", id: upload.id)?.offset == 1_000)
+    #expect(try writer.commit().offset == 1_000)  // nothing new: nothing changes
     try writer.write(bytes[1_000...], slice: 777)
     #expect(try writer.close().offset == bytes.count)
     #expect(try writer.close().offset == bytes.count)  // closing again changes nothing
+    #expect(try store.completedBytes(upload.id) == bytes)
+  }
+
+  @Test(arguments: UploadStoreFactory.all)
+  func flushesFreeTheBufferAndCommitEveryCommitBytes(factory: UploadStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let store = try factory.open(directory.path, TestClock(), UploadStoreFactory.testConfiguration, false)
+    let bytes = sampleBytes(9_000, seed: 20)
+    let upload = try store.create(newUpload(length: bytes.count))
+    let writer = try store.writer(upload.id, offset: 0)
+    var outcomes: [AppendOutcome] = []
+    for start in stride(from: 0, to: 8_192, by: 1_024) {
+      outcomes.append(try bytes[start..<(start + 1_024)].withUnsafeBytes { try writer.append($0) })
+      guard outcomes.last == .flushNeeded else { continue }
+      let committed = try writer.flush().offset
+      // 4 KiB buffers, 8 KiB commits: the first flush only writes out, the second commits both.
+      #expect(committed == (start + 1_024 < 8_192 ? 0 : 8_192))
+      #expect(try store.state(tenant: "acme", id: upload.id)?.offset == committed)
+    }
+    #expect(outcomes.filter { $0 == .flushNeeded }.count == 2)
+    try writer.write(bytes[8_192...])
+    #expect(try writer.close().offset == bytes.count)
     #expect(try store.completedBytes(upload.id) == bytes)
   }
 

@@ -33,7 +33,8 @@ struct UploadStoreFactory: Sendable, CustomTestStringConvertible {
 
   /// Small buffers, so that tests cross many flush boundaries with little data.
   static let testConfiguration = UploadStoreConfiguration(
-    writeBufferBytes: 4 << 10, leaseDuration: 30, takeoverTimeout: 20, takeoverPollInterval: 0.01)
+    writeBufferBytes: 4 << 10, commitBytes: 8 << 10, leaseDuration: 30, takeoverTimeout: 20,
+    takeoverPollInterval: 0.01)
 }
 
 /// A new upload request with the test defaults.

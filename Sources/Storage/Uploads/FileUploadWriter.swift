@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// One request's writer on a spool file: a bounded buffer filled on the loop, written, fsynced
-/// and committed to the index off it, under the upload's slot lock.
+/// One request's writer on a spool file: a bounded buffer filled on the loop, written out off it,
+/// and committed (fdatasync, then the offset to the index) every `commitBytes` and at the end,
+/// under the upload's slot lock.
 ///
 /// Two locks: the slot's `io` lock (held by flush, close and a takeover, across the I/O) and
 /// this writer's `state` lock (held only to copy a slice or to read or update the counters, so
@@ -27,7 +28,10 @@ final class FileUploadWriter: UploadWriter {
     var fd: Int32
     /// Allocated at the first bytes, never larger than what the upload can still take.
     var buffer: WriteBuffer?
+    /// Bytes acknowledged: fdatasynced, and the offset committed to the index.
     var committed: Int
+    /// Bytes written to the file after `committed`, not yet durable nor acknowledged.
+    var written = 0
     var limit: Int
     var flushing = false
     var stop: Stop?
@@ -35,7 +39,8 @@ final class FileUploadWriter: UploadWriter {
     var leaseExpiresAt: Date
     var slotReleased = false
 
-    var pending: Int { buffer?.count ?? 0 }
+    /// The offset the next appended byte lands at.
+    var received: Int { committed + written + (buffer?.count ?? 0) }
   }
 
   /// A writer on the open spool file `fd`, registered as the slot's holder by the caller.
@@ -74,7 +79,7 @@ final class FileUploadWriter: UploadWriter {
 
   var committedOffset: Int { state.withLock { $0.committed } }
 
-  var receivedOffset: Int { state.withLock { $0.committed + $0.pending } }
+  var receivedOffset: Int { state.withLock { $0.received } }
 
   func append(_ bytes: UnsafeRawBufferPointer) throws -> AppendOutcome {
     let capacity = store.configuration.writeBufferBytes
@@ -87,44 +92,22 @@ final class FileUploadWriter: UploadWriter {
       guard !(state.buffer?.isFull ?? false) else {
         throw StorageError(.invalidArgument, "append to a full buffer: flush first")
       }
-      guard bytes.count <= state.limit - state.committed - state.pending else {
+      guard bytes.count <= state.limit - state.received else {
         throw StorageError(
           .lengthExceeded, "append past \(state.limit) bytes of \(id)", offset: state.committed)
       }
       guard bytes.count > 0 else { return .buffered }
-      let buffer = state.buffer ?? WriteBuffer(capacity: min(capacity, state.limit - state.committed))
+      let buffer = state.buffer ?? WriteBuffer(capacity: min(capacity, state.limit - state.received))
       state.buffer = buffer
       return buffer.append(bytes) ? .flushNeeded : .buffered
     }
   }
 
   @discardableResult
-  func flush() throws -> UploadState {
-    var notify = false
-    let result = slot.io.withLock { holder -> Result<UploadState, any Error> in
-      do {
-        try checkRunning(closing: false)
-      } catch {
-        return .failure(error)
-      }
-      do {
-        let (current, wanted) = try commitPending(release: false, holder: &holder)
-        guard wanted else { return .success(current) }
-        // A request of another instance asked for the lease: hand it over now the bytes are in.
-        _ = try? store.index.commitUploadOffset(
-          id: upload.id, token: token, from: current.offset, to: current.offset, leaseUntil: nil)
-        finish(.preempted, holder: &holder)
-        notify = true
-        return .success(current)
-      } catch {
-        // The lease went to another instance before these bytes could be committed.
-        notify = (error as? StorageError)?.code == .preempted
-        return .failure(error)
-      }
-    }
-    if notify { onPreempted() }
-    return try result.get()
-  }
+  func flush() throws -> UploadState { try persist(.writeOut) }
+
+  @discardableResult
+  func commit() throws -> UploadState { try persist(.commit) }
 
   @discardableResult
   func close() throws -> UploadState {
@@ -132,7 +115,7 @@ final class FileUploadWriter: UploadWriter {
     let result = slot.io.withLock { holder -> Result<UploadState, any Error> in
       do {
         if let done = try checkRunning(closing: true) { return .success(done) }
-        let (current, _) = try commitPending(release: true, holder: &holder)
+        let (current, _) = try writeOut(.release, holder: &holder)
         finish(.closed, holder: &holder)
         return .success(current)
       } catch let error as StorageError where error.code == .preempted {
@@ -160,7 +143,7 @@ final class FileUploadWriter: UploadWriter {
     guard live else { return nil }
     if persist {
       // Failing here loses only unacknowledged bytes: the offset stays at the last commit.
-      _ = try? commitPending(release: true, holder: &holder)
+      _ = try? writeOut(.release, holder: &holder)
     } else {
       _ = try? store.index.commitUploadOffset(
         id: upload.id, token: token, from: committedOffset, to: committedOffset, leaseUntil: nil)
@@ -185,46 +168,98 @@ final class FileUploadWriter: UploadWriter {
     }
   }
 
-  /// Writes and fsyncs what is buffered, then commits the new offset to the index, renewing the
-  /// lease or, with `release`, giving it up. Slot lock held. Returns the committed state and
-  /// whether a request of another instance wants the lease.
-  private func commitPending(release: Bool, holder: inout UploadSlots.Holder) throws -> (UploadState, Bool) {
-    let (fd, buffer, from, leaseExpiry) = state.withLock { state in
+  /// How far a `writeOut` goes.
+  private enum Depth {
+    /// Write the buffer to the file; commit once `commitBytes` are waiting.
+    case writeOut
+    /// Write and commit, keeping the lease.
+    case commit
+    /// Write, commit and give the lease up.
+    case release
+  }
+
+  /// `flush` and `commit`: a write-out under the slot lock, telling the owner of a takeover.
+  private func persist(_ depth: Depth) throws -> UploadState {
+    var notify = false
+    let result = slot.io.withLock { holder -> Result<UploadState, any Error> in
+      do {
+        try checkRunning(closing: false)
+      } catch {
+        return .failure(error)
+      }
+      do {
+        let (current, wanted) = try writeOut(depth, holder: &holder)
+        guard wanted else { return .success(current) }
+        // A request of another instance asked for the lease: hand it over now the bytes are in.
+        _ = try? store.index.commitUploadOffset(
+          id: upload.id, token: token, from: current.offset, to: current.offset, leaseUntil: nil)
+        finish(.preempted, holder: &holder)
+        notify = true
+        return .success(current)
+      } catch {
+        // The lease went to another instance before these bytes could be committed.
+        notify = (error as? StorageError)?.code == .preempted
+        return .failure(error)
+      }
+    }
+    if notify { onPreempted() }
+    return try result.get()
+  }
+
+  /// Writes what is buffered to the file and, when due, commits: `fdatasync`, then the new
+  /// offset to the index (renewing the lease, or giving it up for `.release`). Slot lock held.
+  /// Returns the committed state and whether a request of another instance wants the lease.
+  private func writeOut(_ depth: Depth, holder: inout UploadSlots.Holder) throws -> (UploadState, Bool) {
+    let (fd, buffer, committed, written, leaseExpiry) = state.withLock { state in
       state.flushing = true
-      return (state.fd, state.buffer, state.committed, state.leaseExpiresAt)
+      return (state.fd, state.buffer, state.committed, state.written, state.leaseExpiresAt)
     }
     let count = buffer?.count ?? 0
-    let end = from + count
     let path = store.spoolPath(upload.id)
     let index = store.index
+    let sync = store.configuration.syncOffsetCommits
     do {
       let now = store.now
       let duration = store.configuration.leaseDuration
+      var leaseUntil = leaseExpiry
       if count > 0 {
         // Write only under a lease that cannot lapse meanwhile: renew it first when it is half
         // gone, so another process cannot have taken it over while these bytes land.
         if leaseExpiry.timeIntervalSince(now) < duration / 2 {
+          leaseUntil = now.addingTimeInterval(duration)
           let renewal = try index.commitUploadOffset(
-            id: upload.id, token: token, from: from, to: from, leaseUntil: now.addingTimeInterval(duration))
-          if renewal == .lost { throw StorageError(.preempted, "lease of \(upload.id) lost", offset: from) }
+            id: upload.id, token: token, from: committed, to: committed, leaseUntil: leaseUntil, sync: sync)
+          if renewal == .lost {
+            throw StorageError(.preempted, "lease of \(upload.id) lost", offset: committed)
+          }
         }
-        try buffer?.write(to: fd, at: from, path: path)
-        try FileSystem.fdatasync(fd, path: path)
-      } else if !release {
-        state.withLock { $0.flushing = false }
-        return (state.withLock { $0.current }, false)
+        try buffer?.write(to: fd, at: committed + written, path: path)
       }
-      let expiry = release ? nil : now.addingTimeInterval(duration)
+      let pending = written + count
+      guard depth != .writeOut || (pending > 0 && pending >= store.configuration.commitBytes) else {
+        // Written out, not yet durable: the buffer is free again; the offset stays.
+        let current = state.withLock { state in
+          state.flushing = false
+          state.written = pending
+          state.buffer?.reset()
+          state.leaseExpiresAt = leaseUntil
+          return state.current
+        }
+        return (current, false)
+      }
+      if pending > 0 { try FileSystem.fdatasync(fd, path: path) }
+      let expiry = depth == .release ? nil : now.addingTimeInterval(duration)
       let commit = try index.commitUploadOffset(
-        id: upload.id, token: token, from: from, to: end, leaseUntil: expiry)
+        id: upload.id, token: token, from: committed, to: committed + pending, leaseUntil: expiry, sync: sync)
       guard case .committed(let wanted) = commit else {
-        throw StorageError(.preempted, "lease of \(upload.id) lost", offset: from)
+        throw StorageError(.preempted, "lease of \(upload.id) lost", offset: committed)
       }
       let current = state.withLock { state in
         state.flushing = false
-        state.committed = end
+        state.committed = committed + pending
+        state.written = 0
         state.buffer?.reset()
-        state.current.offset = end
+        state.current.offset = committed + pending
         if let expiry { state.leaseExpiresAt = expiry }
         return state.current
       }
@@ -234,7 +269,8 @@ final class FileUploadWriter: UploadWriter {
       // truncates them. An fsync failure is not retried (the kernel may have dropped the pages).
       state.withLock { $0.flushing = false }
       if error.code != .preempted {
-        _ = try? index.commitUploadOffset(id: upload.id, token: token, from: from, to: from, leaseUntil: nil)
+        _ = try? index.commitUploadOffset(
+          id: upload.id, token: token, from: committed, to: committed, leaseUntil: nil)
       }
       finish(error.code == .preempted ? .preempted : .failed(error), holder: &holder)
       throw error

@@ -95,18 +95,23 @@ public protocol UploadStore: Sendable {
   func deleteExpired(limit: Int) throws -> [String]
 }
 
-/// Takes one request's bytes into an upload: buffers slices on the event loop, commits off it.
+/// Takes one request's bytes into an upload: buffers slices on the event loop, writes and
+/// commits off it.
 ///
 /// Threading contract, for one request's connection:
 /// - `append` runs on the event loop, one call at a time, and never blocks: it copies the slice
 ///   into the writer's buffer (at most the configured buffer size plus one slice).
 /// - When `append` returns `.flushNeeded`, the connection pauses reading and runs `flush` off
-///   the loop (the write and fsync block); reading resumes when `flush` returns. Appending while
+///   the loop; reading resumes when `flush` returns. `flush` writes the buffer out (so memory
+///   stays bounded) and commits once enough bytes are waiting (`commitBytes`). Appending while
 ///   a flush runs is refused (`.invalidArgument`): the buffer is bounded because of that pause.
+/// - `commit` makes everything received so far durable and acknowledged at once; an adapter may
+///   call it on a timer so a slow upload's offset advances (it also renews the lease and notices
+///   a request on another node waiting for the upload).
 /// - At the end of the body, or when the client goes away, call `close` off the loop: it commits
-///   what was buffered (a dropped connection keeps every byte that arrived) and releases the lease.
-/// - A writer taken over by a newer request stops: `append` and `flush` throw `.preempted`, and
-///   `close` returns the state its bytes were committed at. `isPreempted` lets the loop check.
+///   what was received (a dropped connection keeps every byte that arrived) and releases the lease.
+/// - A writer taken over by a newer request stops: `append`, `flush` and `commit` throw
+///   `.preempted`, and `close` returns the state its bytes were committed at.
 public protocol UploadWriter: AnyObject, Sendable {
   /// The upload as it stood when this writer took it (appends start at its offset).
   var upload: UploadState { get }
@@ -114,25 +119,32 @@ public protocol UploadWriter: AnyObject, Sendable {
   /// True once a newer request took the upload over (or the writer was stopped by a cancel).
   var isPreempted: Bool { get }
 
-  /// Bytes acknowledged durable by this writer's last flush (or at its opening).
+  /// Bytes acknowledged: durable, and the upload's offset in the store.
   var committedOffset: Int { get }
 
-  /// The offset the next appended byte lands at: committed plus buffered.
+  /// The offset the next appended byte lands at: committed plus written out plus buffered.
   var receivedOffset: Int { get }
 
   /// Buffers a slice. Loop-safe; never blocks on I/O.
   ///
   /// Throws `.lengthExceeded` (the slice is refused whole) when it would pass the upload's
-  /// length or maximum, `.preempted` after a takeover, `.invalidArgument` while a flush runs.
+  /// length or maximum, `.preempted` after a takeover, `.invalidArgument` while a flush runs or
+  /// when the buffer is full (after `.flushNeeded`, flush first).
   func append(_ bytes: UnsafeRawBufferPointer) throws -> AppendOutcome
 
-  /// Writes the buffered bytes, makes them durable, then advances the acknowledged offset.
+  /// Writes the buffered bytes out, freeing the buffer; commits when `commitBytes` are waiting.
   ///
   /// Blocks: call it off the loop. Returns the committed state.
   @discardableResult
   func flush() throws -> UploadState
 
-  /// Flushes what is buffered and releases the lease; later calls return the same state.
+  /// Writes and commits every byte received: durable first, then the acknowledged offset.
+  ///
+  /// Blocks: call it off the loop. Returns the committed state.
+  @discardableResult
+  func commit() throws -> UploadState
+
+  /// Commits every byte received and releases the lease; later calls return the same state.
   ///
   /// Blocks: call it off the loop. After a takeover it writes nothing and returns the state the
   /// pre-emption committed.
