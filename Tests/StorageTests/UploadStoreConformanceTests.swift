@@ -24,7 +24,9 @@ import Testing
     #expect(created.createdAt == clock.now && created.expiresAt == clock.now.addingTimeInterval(3_600))
     #expect(try store.state(tenant: "acme", id: created.id) == created)
     // The description is for logs: no metadata, no owner.
-    #expect(!created.description.contains("aW1n") && !created.description.contains("user-7"))
+    for text in [created.description, String(reflecting: created), "\(created)"] {
+      #expect(!text.contains("aW1n") && !text.contains("user-7") && text.contains(created.id))
+    }
     let other = try store.create(newUpload(length: nil))
     #expect(other.id != created.id && other.length == nil && other.limit == 1 << 20)
   }

@@ -28,8 +28,9 @@ final class MappedUploadBody: UploadBody, @unchecked Sendable {
     guard let mapped, mapped != MAP_FAILED else {
       throw FileSystem.error("mmap", path, errno: errno)
     }
-    // Decoders read front to back; ask for read-ahead. Advice only: a failure changes nothing.
-    _ = madvise(mapped, length, MADV_SEQUENTIAL)
+    // The pipeline reads all of it soon, in an order of its own (HEIF jumps between boxes and
+    // tiles): read ahead now, keep what was read. Advice only: a failure changes nothing.
+    _ = madvise(mapped, length, MADV_WILLNEED)
     base = UnsafeRawPointer(mapped)
     count = length
   }

@@ -58,8 +58,9 @@ public struct UploadResult: Sendable, Hashable {
 
 /// An upload as the store last committed it.
 ///
-/// `description` leaves out the metadata and owner: they may carry file names or user ids.
-public struct UploadState: Sendable, Hashable, CustomStringConvertible {
+/// `description` and `debugDescription` leave out the metadata and owner: they may carry file
+/// names or user ids, and a state may end up in a log line.
+public struct UploadState: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
   /// Random public id, `upl_` + 26 base32 characters (128 bits).
   public var id: String
   /// The owning tenant.
@@ -113,6 +114,8 @@ public struct UploadState: Sendable, Hashable, CustomStringConvertible {
   public var description: String {
     "upload \(id) (\(protocolName), \(status.rawValue), offset \(offset) of \(length.map(String.init) ?? "?"))"
   }
+
+  public var debugDescription: String { description }
 }
 
 /// What `UploadStore.complete` hands back.
