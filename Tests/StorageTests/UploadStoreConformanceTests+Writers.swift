@@ -188,6 +188,25 @@ import Testing
   }
 
   @Test(arguments: UploadStoreFactory.all)
+  func aHolderOnAnotherNodeThatDoesNotLetGoInTimeIsReportedNotWaitedFor(factory: UploadStoreFactory) throws {
+    let directory = try TemporaryDirectory()
+    let clock = TestClock()
+    var impatient = UploadStoreFactory.testConfiguration
+    impatient.takeoverTimeout = 0.2
+    let nodeA = try factory.open(directory.path, clock, UploadStoreFactory.testConfiguration, false)
+    let nodeB = try factory.open(directory.path, clock, impatient, true)
+    let upload = try nodeA.create(newUpload(length: 10_000))
+    let holder = try nodeA.writer(upload.id, offset: 0)
+    try holder.write(sampleBytes(3_000, seed: 9))
+    try holder.commit()
+    // Silent from here on: it never flushes, so it never hears that node B wants the upload.
+    let error = #expect(throws: StorageError.self) { try nodeB.writer(upload.id, offset: 3_000) }
+    #expect(error?.code == .inProgress)
+    #expect(try nodeB.settledState(tenant: "acme", id: upload.id)?.offset == 3_000)
+    #expect(!holder.isPreempted)
+  }
+
+  @Test(arguments: UploadStoreFactory.all)
   func manyUploadsWrittenFromManyThreadsAllLandIntact(factory: UploadStoreFactory) throws {
     let directory = try TemporaryDirectory()
     let store = try factory.open(directory.path, TestClock(), UploadStoreFactory.testConfiguration, false)

@@ -40,6 +40,14 @@ public protocol UploadStore: Sendable {
   /// `settledState` when the answer must include them (offset retrieval before a resume).
   func state(tenant: String, id: String) throws -> UploadState?
 
+  /// The state once every byte a writer in flight had received is committed, or nil.
+  ///
+  /// Pre-empts that writer, as any new request on the upload does: use it for offset retrieval
+  /// (`HEAD`) before a client resumes, so the offset it is told is the one its append must name.
+  /// When a holder on another node does not let go within the takeover wait, this answers the
+  /// committed state instead of failing. (A default implementation opens and closes a writer.)
+  func settledState(tenant: String, id: String) throws -> UploadState?
+
   /// Takes the upload's single writer slot, pre-empting any writer in flight, and returns a
   /// writer whose appends start at `offset` (nil: wherever the settled upload stands).
   ///
@@ -153,17 +161,16 @@ public protocol UploadWriter: AnyObject, Sendable {
 }
 
 extension UploadStore {
-  /// The state with every byte a writer in flight had received made durable first.
-  ///
-  /// Pre-empts that writer, as any new request on the upload does: use it for offset retrieval
-  /// (`HEAD`) before a client resumes, so the offset it is told is the one its append must name.
+  /// Settles by taking the upload with a writer and closing it at once.
   public func settledState(tenant: String, id: String) throws -> UploadState? {
     guard let current = try state(tenant: tenant, id: id) else { return nil }
     guard current.status == .receiving else { return current }
     do {
       return try openWriter(tenant: tenant, id: id, offset: nil, length: nil) {}.close()
-    } catch let error as StorageError where error.code == .uploadCompleted || error.code == .notFound {
-      // Completed or removed meanwhile: report what is there now.
+    } catch let error as StorageError
+      where error.code == .uploadCompleted || error.code == .notFound || error.code == .inProgress
+    {
+      // Completed or removed meanwhile, or held elsewhere: report what is committed now.
       return try state(tenant: tenant, id: id)
     }
   }
