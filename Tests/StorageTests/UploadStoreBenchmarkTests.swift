@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import Storage
@@ -141,6 +142,60 @@ struct UploadStoreBenchmarkTests {
           + " %.1f MiB after closing all; peak RSS of the process %.1f MiB",
         writers, configuration.writeBufferBytes >> 10, mib(buffered), mib(during - before),
         Double(during - before) / 1024 / Double(writers), mib(after - before), mib(Self.peakResidentBytes())))
+  }
+
+  @Test func memoryOfManyWritersStreamingAtOnce() throws {
+    let writers = Int(Self.environment["ATTACHD_UPLOAD_BENCH_WRITERS"] ?? "") ?? 200
+    let threads = 20
+    let perUpload = 4 << 20
+    let directory = try Self.directory()
+    let store = try FileUploadStore(
+      dataDirectory: directory.path, index: SQLiteIndex(path: directory.path + "/index.sqlite"))
+    let slice = sampleBytes(Self.slice, seed: 3)
+    let baseline = Self.residentBytes()
+    let peak = Mutex(0)
+    let done = Atomic<Bool>(false)
+    let sampler = Thread {
+      while !done.load(ordering: .relaxed) {
+        let resident = Self.residentBytes()
+        peak.withLock { $0 = max($0, resident) }
+        usleep(2_000)
+      }
+    }
+    sampler.start()
+    let failures = Failures()
+    // Each thread interleaves its share of uploads slice by slice, as a loop serves connections.
+    let time = Self.seconds {
+      onThreads(threads) { thread in
+        do {
+          var open: [any UploadWriter] = []
+          for _ in 0..<(writers / threads) {
+            let upload = try store.create(
+              NewUpload(
+                tenant: "bench", length: perUpload, maxLength: perUpload, protocolName: "bench", lifetime: 60)
+            )
+            open.append(try store.openWriter(tenant: "bench", id: upload.id, offset: 0, length: nil) {})
+          }
+          for _ in 0..<(perUpload / slice.count) {
+            for writer in open where try slice.withUnsafeBytes({ try writer.append($0) }) == .flushNeeded {
+              try writer.flush()
+            }
+          }
+          for writer in open { try writer.close() }
+        } catch {
+          failures.add("thread \(thread): \(error)")
+        }
+      }
+    }
+    done.store(true, ordering: .relaxed)
+    #expect(failures.all.isEmpty, "\(failures.all)")
+    let total = Double(writers * perUpload) / Double(1 << 20)
+    print(
+      String(
+        format: "upload bench: %d writers streaming %d MiB each from %d threads: %.0f MiB in %.1f s,"
+          + " peak RSS +%.1f MiB over the start",
+        writers, perUpload >> 20, threads, total, time,
+        Double(peak.withLock { $0 } - baseline) / Double(1 << 20)))
   }
 
   private static func residentBytes() -> Int { statusField("VmRSS:") }
