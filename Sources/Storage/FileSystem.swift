@@ -38,6 +38,17 @@ enum FileSystem {
     }
   }
 
+  /// Writes the whole buffer at `offset`, looping over short writes.
+  static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
+    var done = 0
+    while done < bytes.count {
+      let written = try call("pwrite", path) {
+        Glibc.pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+      }
+      done += written
+    }
+  }
+
   /// Reads up to `count` bytes at `offset`, looping over short reads; stops early at end of file.
   static func readAll(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String)
     throws -> Int
@@ -55,6 +66,15 @@ enum FileSystem {
 
   static func fsync(_ fd: Int32, path: String) throws {
     try call("fsync", path) { Glibc.fsync(fd) }
+  }
+
+  /// Makes the file's data (and the size needed to read it back) durable, not its times.
+  static func fdatasync(_ fd: Int32, path: String) throws {
+    try call("fdatasync", path) { Glibc.fdatasync(fd) }
+  }
+
+  static func truncate(_ fd: Int32, to length: Int, path: String) throws {
+    try call("ftruncate", path) { Glibc.ftruncate(fd, off_t(length)) }
   }
 
   /// Makes a directory's entries (a rename, a new file or subdirectory) durable.

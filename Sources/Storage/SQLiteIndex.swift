@@ -159,6 +159,31 @@ public final class SQLiteIndex: AttachmentIndex {
     CREATE INDEX blob_pins_by_hash ON blob_pins (hash, expires_at);
     CREATE INDEX blob_pins_by_expiry ON blob_pins (expires_at);
     """,
+    // 4: upload state (`FileUploadStore`): offsets, declared lengths, results and writer leases.
+    // Lease times are milliseconds: a takeover decision cannot wait for whole seconds.
+    """
+    CREATE TABLE uploads (
+      id TEXT PRIMARY KEY NOT NULL,
+      tenant TEXT NOT NULL,
+      owner TEXT,
+      protocol TEXT NOT NULL,
+      metadata BLOB NOT NULL,
+      length INTEGER,
+      max_length INTEGER NOT NULL,
+      received INTEGER NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('receiving', 'completed', 'processed')),
+      result_attachment TEXT,
+      result_status INTEGER,
+      result_headers TEXT,
+      result_body BLOB,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      lease_holder TEXT,
+      lease_expires_at_ms INTEGER,
+      lease_wanted INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX uploads_by_expiry ON uploads (expires_at);
+    """,
   ]
 
   private static func migrate(_ connection: SQLiteConnection) throws {

@@ -4,6 +4,8 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
   public struct Code: Hashable, Sendable, CustomStringConvertible {
     private enum Base: String, Hashable, Sendable {
       case notFound, io, database, busy, corrupt, invalidArgument, conflict, unavailable
+      case offsetMismatch, lengthExceeded, lengthMismatch, uploadCompleted, uploadIncomplete, preempted
+      case inProgress
     }
     private let base: Base
 
@@ -25,6 +27,20 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     /// A storage service (object store or index server) could not be reached, or answered with a
     /// server error after every retry: temporary, worth a 503 with `Retry-After`.
     public static let unavailable = Code(base: .unavailable)
+    /// An append named another offset than the upload's; `offset` is the upload's.
+    public static let offsetMismatch = Code(base: .offsetMismatch)
+    /// Bytes past the upload's declared length or its maximum; `offset` is the upload's.
+    public static let lengthExceeded = Code(base: .lengthExceeded)
+    /// A length that contradicts the one declared, or is below the bytes already received.
+    public static let lengthMismatch = Code(base: .lengthMismatch)
+    /// The upload is complete: it takes no more bytes and no new length.
+    public static let uploadCompleted = Code(base: .uploadCompleted)
+    /// Completion was asked before every declared byte arrived; `offset` is the upload's.
+    public static let uploadIncomplete = Code(base: .uploadIncomplete)
+    /// This upload writer was taken over by a newer request; what it had received is kept.
+    public static let preempted = Code(base: .preempted)
+    /// Another request is processing the completed upload (or holds it past the takeover wait).
+    public static let inProgress = Code(base: .inProgress)
 
     public var description: String { base.rawValue }
   }
@@ -34,11 +50,15 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
   /// Details for the log: the failing call, errno, SQLite's or PostgreSQL's message (never a
   /// password). Never sent to clients.
   public let detail: String
+  /// The upload's acknowledged offset, for the upload errors a client is answered with it
+  /// (`offsetMismatch`, `lengthExceeded`, `uploadIncomplete`, `preempted`); nil otherwise.
+  public let offset: Int?
 
-  /// An error of `code` with log `detail`.
-  public init(_ code: Code, _ detail: String) {
+  /// An error of `code` with log `detail` and, for upload errors, the upload's `offset`.
+  public init(_ code: Code, _ detail: String, offset: Int? = nil) {
     self.code = code
     self.detail = detail
+    self.offset = offset
   }
 
   public var description: String { "storage \(code): \(detail)" }

@@ -7,8 +7,9 @@ import Synchronization
 final class TemporaryDirectory: Sendable {
   let path: String
 
-  init() throws {
-    var template = Array((NSTemporaryDirectory() + "/attachd-storage-XXXXXX").utf8CString)
+  /// A new directory under `parent`, or under the system temp dir when nil.
+  init(under parent: String? = nil) throws {
+    var template = Array(((parent ?? NSTemporaryDirectory()) + "/attachd-storage-XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else { throw StorageError(.io, "mkdtemp failed") }
     path = String(cString: made)
   }

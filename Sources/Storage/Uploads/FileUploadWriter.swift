@@ -1,0 +1,310 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// One request's writer on a spool file: a bounded buffer filled on the loop, written out off it,
+/// and committed (fdatasync, then the offset to the index) every `commitBytes` and at the end,
+/// under the upload's slot lock.
+///
+/// Two locks: the slot's `io` lock (held by flush, close and a takeover, across the I/O) and
+/// this writer's `state` lock (held only to copy a slice or to read or update the counters, so
+/// `append` never waits for I/O). `flushing` tells `append` that the buffer is being written.
+final class FileUploadWriter: UploadWriter {
+  let upload: UploadState
+  /// This writer's lease token in the index.
+  let token: String
+  private let store: FileUploadStore
+  private let slot: UploadSlots.Slot
+  private let onPreempted: @Sendable () -> Void
+  private let state: Mutex<State>
+
+  private enum Stop {
+    case closed
+    case preempted
+    case failed(StorageError)
+  }
+
+  private struct State {
+    var fd: Int32
+    /// Allocated at the first bytes, never larger than what the upload can still take.
+    var buffer: WriteBuffer?
+    /// Bytes acknowledged: fdatasynced, and the offset committed to the index.
+    var committed: Int
+    /// Bytes written to the file after `committed`, not yet durable nor acknowledged.
+    var written = 0
+    var limit: Int
+    var flushing = false
+    var stop: Stop?
+    var current: UploadState
+    var leaseExpiresAt: Date
+    var slotReleased = false
+
+    /// The offset the next appended byte lands at.
+    var received: Int { committed + written + (buffer?.count ?? 0) }
+  }
+
+  /// A writer on the open spool file `fd`, registered as the slot's holder by the caller.
+  init(
+    store: FileUploadStore, upload: UploadState, token: String, fd: Int32, leaseExpiresAt: Date,
+    onPreempted: @escaping @Sendable () -> Void
+  ) {
+    self.store = store
+    // Kept in the table while this writer lives; given back by `finish` or `deinit`.
+    self.slot = store.slots.retain(upload.id)
+    self.upload = upload
+    self.token = token
+    self.onPreempted = onPreempted
+    self.state = Mutex(
+      State(
+        fd: fd, committed: upload.offset, limit: upload.limit, current: upload, leaseExpiresAt: leaseExpiresAt
+      ))
+  }
+
+  deinit {
+    // Dropped without `close`: free what is held; the lease in the index is recognised as this
+    // instance's dead writer by the next request. No slot lock here (it may be held by the
+    // thread that dropped the last reference).
+    let id = upload.id
+    let release = state.withLock { state in
+      let release = !state.slotReleased
+      Self.freeResources(&state)
+      return release
+    }
+    if release { store.slots.release(id) }
+  }
+
+  var isPreempted: Bool {
+    state.withLock { if case .preempted = $0.stop { true } else { false } }
+  }
+
+  var committedOffset: Int { state.withLock { $0.committed } }
+
+  var receivedOffset: Int { state.withLock { $0.received } }
+
+  func append(_ bytes: UnsafeRawBufferPointer) throws -> AppendOutcome {
+    let capacity = store.configuration.writeBufferBytes
+    let id = upload.id
+    // The copy happens under the state lock: a takeover on another thread sets `stop` under it
+    // and then reads the buffer, so it sees every slice accepted before, and none after.
+    return try state.withLock { state -> AppendOutcome in
+      if let stop = state.stop { throw Self.error(stop, offset: state.committed) }
+      guard !state.flushing else { throw StorageError(.invalidArgument, "append while a flush runs") }
+      guard !(state.buffer?.isFull ?? false) else {
+        throw StorageError(.invalidArgument, "append to a full buffer: flush first")
+      }
+      guard bytes.count <= state.limit - state.received else {
+        throw StorageError(
+          .lengthExceeded, "append past \(state.limit) bytes of \(id)", offset: state.committed)
+      }
+      guard bytes.count > 0 else { return .buffered }
+      let buffer = state.buffer ?? WriteBuffer(capacity: min(capacity, state.limit - state.received))
+      state.buffer = buffer
+      return buffer.append(bytes) ? .flushNeeded : .buffered
+    }
+  }
+
+  @discardableResult
+  func flush() throws -> UploadState { try persist(.writeOut) }
+
+  @discardableResult
+  func commit() throws -> UploadState { try persist(.commit) }
+
+  @discardableResult
+  func close() throws -> UploadState {
+    var notify = false
+    let result = slot.io.withLock { holder -> Result<UploadState, any Error> in
+      do {
+        if let done = try checkRunning(closing: true) { return .success(done) }
+        let (current, _) = try writeOut(.release, holder: &holder)
+        finish(.closed, holder: &holder)
+        return .success(current)
+      } catch let error as StorageError where error.code == .preempted {
+        // The lease went to another instance first: what was buffered is not committed.
+        notify = true
+        return .success(state.withLock { $0.current })
+      } catch {
+        return .failure(error)
+      }
+    }
+    if notify { onPreempted() }
+    return try result.get()
+  }
+
+  /// Stops this writer for a newer request, committing what it had received when `persist`.
+  ///
+  /// Called by the store with the slot lock held. Returns the callback to run once the lock is
+  /// released, or nil when the writer had already stopped.
+  func preempt(persist: Bool, holder: inout UploadSlots.Holder) -> (@Sendable () -> Void)? {
+    let live = state.withLock { state -> Bool in
+      guard state.stop == nil else { return false }
+      state.stop = .preempted  // from here on, appends are refused
+      return true
+    }
+    guard live else { return nil }
+    if persist {
+      // Failing here loses only unacknowledged bytes: the offset stays at the last commit.
+      _ = try? writeOut(.release, holder: &holder)
+    } else {
+      _ = try? store.index.commitUploadOffset(
+        id: upload.id, token: token, from: committedOffset, to: committedOffset, leaseUntil: nil)
+    }
+    finish(.preempted, holder: &holder)
+    return onPreempted
+  }
+
+  // MARK: - Internals
+
+  /// Throws when stopped; for `close`, returns the final state of a writer that already stopped.
+  @discardableResult
+  private func checkRunning(closing: Bool) throws -> UploadState? {
+    try state.withLock { state in
+      switch state.stop {
+      case nil: return nil
+      case .closed?, .preempted?:
+        if closing { return state.current }
+        throw Self.error(state.stop!, offset: state.committed)
+      case .failed(let error)?: throw error
+      }
+    }
+  }
+
+  /// How far a `writeOut` goes.
+  private enum Depth {
+    /// Write the buffer to the file; commit once `commitBytes` are waiting.
+    case writeOut
+    /// Write and commit, keeping the lease.
+    case commit
+    /// Write, commit and give the lease up.
+    case release
+  }
+
+  /// `flush` and `commit`: a write-out under the slot lock, telling the owner of a takeover.
+  private func persist(_ depth: Depth) throws -> UploadState {
+    var notify = false
+    let result = slot.io.withLock { holder -> Result<UploadState, any Error> in
+      do {
+        try checkRunning(closing: false)
+      } catch {
+        return .failure(error)
+      }
+      do {
+        let (current, wanted) = try writeOut(depth, holder: &holder)
+        guard wanted else { return .success(current) }
+        // A request of another instance asked for the lease: hand it over now the bytes are in.
+        _ = try? store.index.commitUploadOffset(
+          id: upload.id, token: token, from: current.offset, to: current.offset, leaseUntil: nil)
+        finish(.preempted, holder: &holder)
+        notify = true
+        return .success(current)
+      } catch {
+        // The lease went to another instance before these bytes could be committed.
+        notify = (error as? StorageError)?.code == .preempted
+        return .failure(error)
+      }
+    }
+    if notify { onPreempted() }
+    return try result.get()
+  }
+
+  /// Writes what is buffered to the file and, when due, commits: `fdatasync`, then the new
+  /// offset to the index (renewing the lease, or giving it up for `.release`). Slot lock held.
+  /// Returns the committed state and whether a request of another instance wants the lease.
+  private func writeOut(_ depth: Depth, holder: inout UploadSlots.Holder) throws -> (UploadState, Bool) {
+    let (fd, buffer, committed, written, leaseExpiry) = state.withLock { state in
+      state.flushing = true
+      return (state.fd, state.buffer, state.committed, state.written, state.leaseExpiresAt)
+    }
+    let count = buffer?.count ?? 0
+    let path = store.spoolPath(upload.id)
+    let index = store.index
+    let sync = store.configuration.syncOffsetCommits
+    do {
+      let now = store.now
+      let duration = store.configuration.leaseDuration
+      var leaseUntil = leaseExpiry
+      if count > 0 {
+        // Write only under a lease that cannot lapse meanwhile: renew it first when it is half
+        // gone, so another process cannot have taken it over while these bytes land.
+        if leaseExpiry.timeIntervalSince(now) < duration / 2 {
+          leaseUntil = now.addingTimeInterval(duration)
+          let renewal = try index.commitUploadOffset(
+            id: upload.id, token: token, from: committed, to: committed, leaseUntil: leaseUntil, sync: sync)
+          if renewal == .lost {
+            throw StorageError(.preempted, "lease of \(upload.id) lost", offset: committed)
+          }
+        }
+        try buffer?.write(to: fd, at: committed + written, path: path)
+      }
+      let pending = written + count
+      guard depth != .writeOut || (pending > 0 && pending >= store.configuration.commitBytes) else {
+        // Written out, not yet durable: the buffer is free again; the offset stays.
+        let current = state.withLock { state in
+          state.flushing = false
+          state.written = pending
+          state.buffer?.reset()
+          state.leaseExpiresAt = leaseUntil
+          return state.current
+        }
+        return (current, false)
+      }
+      if pending > 0 { try FileSystem.fdatasync(fd, path: path) }
+      let expiry = depth == .release ? nil : now.addingTimeInterval(duration)
+      let commit = try index.commitUploadOffset(
+        id: upload.id, token: token, from: committed, to: committed + pending, leaseUntil: expiry, sync: sync)
+      guard case .committed(let wanted) = commit else {
+        throw StorageError(.preempted, "lease of \(upload.id) lost", offset: committed)
+      }
+      let current = state.withLock { state in
+        state.flushing = false
+        state.committed = committed + pending
+        state.written = 0
+        state.buffer?.reset()
+        state.current.offset = committed + pending
+        if let expiry { state.leaseExpiresAt = expiry }
+        return state.current
+      }
+      return (current, wanted)
+    } catch let error as StorageError {
+      // Unacknowledged bytes may sit past the committed offset in the file: the next writer
+      // truncates them. An fsync failure is not retried (the kernel may have dropped the pages).
+      state.withLock { $0.flushing = false }
+      if error.code != .preempted {
+        _ = try? index.commitUploadOffset(
+          id: upload.id, token: token, from: committed, to: committed, leaseUntil: nil)
+      }
+      finish(error.code == .preempted ? .preempted : .failed(error), holder: &holder)
+      throw error
+    }
+  }
+
+  /// Marks the writer stopped, frees its buffers and file, and leaves the slot. Slot lock held.
+  private func finish(_ stop: Stop, holder: inout UploadSlots.Holder) {
+    if holder.writer === self { holder.writer = nil }
+    let release = state.withLock { state -> Bool in
+      if case .preempted? = state.stop, case .failed = stop {
+        // A takeover's failed persist stays a takeover for the old request.
+      } else {
+        state.stop = stop
+      }
+      let release = !state.slotReleased
+      state.slotReleased = true
+      Self.freeResources(&state)
+      return release
+    }
+    if release { store.slots.release(upload.id) }
+  }
+
+  private static func freeResources(_ state: inout State) {
+    if state.fd >= 0 { FileSystem.close(state.fd) }
+    state.fd = -1
+    state.buffer = nil
+  }
+
+  private static func error(_ stop: Stop, offset: Int) -> StorageError {
+    switch stop {
+    case .closed: StorageError(.invalidArgument, "writer is closed", offset: offset)
+    case .preempted: StorageError(.preempted, "a newer request took the upload over", offset: offset)
+    case .failed(let error): error
+    }
+  }
+}

@@ -1,0 +1,45 @@
+import Glibc
+
+/// A completed spool file mapped read-only: the pipeline reads the upload in place, no copy.
+///
+/// Safe against SIGBUS: a mapped file is never shortened. Spool files are truncated only while
+/// their upload is receiving (a writer opening, start-up recovery), and a completed upload never
+/// returns to receiving; cancel and expiry unlink the file, which leaves the mapping intact.
+final class MappedUploadBody: UploadBody, @unchecked Sendable {
+  // Immutable after init and read-only memory: sharing across threads is safe.
+  private let base: UnsafeRawPointer?
+  let count: Int
+
+  /// Maps the first `length` bytes of the file at `path`; throws `.corrupt` when it is shorter.
+  init(path: String, length: Int) throws {
+    guard length > 0 else {
+      // mmap refuses a zero length; an empty upload has no file to map.
+      base = nil
+      count = 0
+      return
+    }
+    let fd = try FileSystem.open(path, O_RDONLY)
+    defer { FileSystem.close(fd) }
+    let size = Int(try FileSystem.status(fd, path: path).st_size)
+    guard size >= length else {
+      throw StorageError(.corrupt, "spool file \(path) holds \(size) of \(length) bytes")
+    }
+    let mapped = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0)
+    guard let mapped, mapped != MAP_FAILED else {
+      throw FileSystem.error("mmap", path, errno: errno)
+    }
+    // The pipeline reads all of it soon, in an order of its own (HEIF jumps between boxes and
+    // tiles): read ahead now, keep what was read. Advice only: a failure changes nothing.
+    _ = madvise(mapped, length, MADV_WILLNEED)
+    base = UnsafeRawPointer(mapped)
+    count = length
+  }
+
+  deinit {
+    if let base { munmap(UnsafeMutableRawPointer(mutating: base), count) }
+  }
+
+  func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    try body(UnsafeRawBufferPointer(start: base, count: count))
+  }
+}

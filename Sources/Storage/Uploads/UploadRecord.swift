@@ -1,0 +1,145 @@
+private import Crypto
+import Foundation
+
+/// One upload's row: its state and who holds its lease. The rules live here as pure functions,
+/// so every store (SQLite here, PostgreSQL later) applies the same ones inside its own row
+/// transaction (`BEGIN IMMEDIATE` here, `SELECT … FOR UPDATE` there).
+struct UploadRecord: Sendable, Hashable {
+  var state: UploadState
+  /// The lease holder's token, or nil when free. A token is `<instance>.<random>`, so a store
+  /// recognises leases of its own dead writers (instance is its own, writer is gone).
+  var leaseHolder: String?
+  /// When the lease lapses unless renewed.
+  var leaseExpiresAt: Date?
+  /// Set by a request that found the lease held by another instance: the holder releases the
+  /// lease at its next flush.
+  var leaseWanted: Bool
+
+  /// What an attempt to take the lease found.
+  enum LeaseAttempt: Equatable {
+    /// Taken: the caller's token now holds the lease.
+    case acquired
+    /// Held by a live holder of another instance; `leaseWanted` is now set. Wait and retry.
+    case held
+  }
+
+  /// True when `holder`'s lease still binds a caller of `instance` at `now`.
+  ///
+  /// A lease of the caller's own instance binds only if that writer is alive in memory, which
+  /// the caller has already settled (pre-empted) before asking: so it never binds here.
+  func leaseBinds(now: Date, instance: String) -> Bool {
+    guard let holder = leaseHolder, let expiry = leaseExpiresAt else { return false }
+    return expiry > now && !Self.token(holder, isOf: instance)
+  }
+
+  /// Takes the lease of a receiving upload for a writer that will append at `offset`.
+  ///
+  /// Order of refusals, as the IETF draft ranks them: completed, then offset, then length.
+  mutating func takeWriterLease(
+    token: String, instance: String, now: Date, until expiry: Date, offset: Int?, length: Int?
+  ) throws -> LeaseAttempt {
+    guard state.status == .receiving else {
+      throw StorageError(.uploadCompleted, "upload \(state.id) is complete", offset: state.offset)
+    }
+    if leaseBinds(now: now, instance: instance) {
+      leaseWanted = true
+      return .held
+    }
+    if let offset, offset != state.offset {
+      throw StorageError(
+        .offsetMismatch, "append at \(offset), upload \(state.id) is at \(state.offset)", offset: state.offset
+      )
+    }
+    if let length { try declare(length: length) }
+    take(token: token, until: expiry)
+    return .acquired
+  }
+
+  /// Completes a receiving upload, or re-claims a completed one whose claim is free, for processing.
+  ///
+  /// Returns `.held` when a writer of another instance still binds a receiving upload; throws
+  /// `.inProgress` when another claim on a completed upload binds, `.uploadIncomplete` when
+  /// bytes are missing. A processed upload is left alone (the caller answers its result).
+  mutating func claimProcessing(token: String, instance: String, now: Date, until expiry: Date) throws
+    -> LeaseAttempt
+  {
+    switch state.status {
+    case .processed:
+      return .acquired
+    case .completed:
+      // Any live claim binds, also one of this instance: its request records or abandons the
+      // result, or the process dies (and its leases are cleared when the store is reopened).
+      if leaseHolder != nil, let until = leaseExpiresAt, until > now {
+        throw StorageError(.inProgress, "upload \(state.id) is being processed")
+      }
+    case .receiving:
+      if leaseBinds(now: now, instance: instance) {
+        leaseWanted = true
+        return .held
+      }
+      let length = state.length ?? state.offset
+      guard state.offset == length else {
+        throw StorageError(
+          .uploadIncomplete, "upload \(state.id) has \(state.offset) of \(length) bytes", offset: state.offset
+        )
+      }
+      state.length = length
+      state.status = .completed
+    }
+    take(token: token, until: expiry)
+    return .acquired
+  }
+
+  /// Declares the total length; a repeat of the declared one is a no-op.
+  mutating func declare(length: Int) throws {
+    if state.length == length { return }
+    guard state.status == .receiving else {
+      throw StorageError(.uploadCompleted, "upload \(state.id) is complete", offset: state.offset)
+    }
+    guard state.length == nil else {
+      throw StorageError(.lengthMismatch, "upload \(state.id) already has another length")
+    }
+    guard length >= state.offset else {
+      throw StorageError(.lengthMismatch, "length \(length) below offset \(state.offset) of \(state.id)")
+    }
+    guard length <= state.maxLength else {
+      throw StorageError(
+        .lengthExceeded, "length \(length) over the maximum \(state.maxLength) of \(state.id)",
+        offset: state.offset)
+    }
+    state.length = length
+  }
+
+  /// Records the first result; later ones are ignored. Releases the processing claim.
+  mutating func record(_ result: UploadResult) throws {
+    guard state.status != .receiving else {
+      throw StorageError(.uploadIncomplete, "upload \(state.id) is not complete", offset: state.offset)
+    }
+    if state.result == nil {
+      state.result = result
+      state.status = .processed
+    }
+    release()
+  }
+
+  mutating func take(token: String, until expiry: Date) {
+    leaseHolder = token
+    leaseExpiresAt = expiry
+    leaseWanted = false
+  }
+
+  mutating func release() {
+    leaseHolder = nil
+    leaseExpiresAt = nil
+    leaseWanted = false
+  }
+
+  /// A new lease token of `instance`.
+  static func newToken(instance: String) -> String {
+    instance + "." + SecureRandom.identifier(prefix: "")
+  }
+
+  static func token(_ token: String, isOf instance: String) -> Bool {
+    token.hasPrefix(instance + ".")
+  }
+}
