@@ -66,6 +66,13 @@ enum System {
     try retrying("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
   }
 
+  /// Looks at the next input byte without taking it: `.processed(0)` means EOF with nothing
+  /// unread before it.
+  static func peek(_ fd: Int32) throws(SystemError) -> IOResult<Int> {
+    var byte: UInt8 = 0
+    return try retrying("recv") { Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) }
+  }
+
   static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
     try retrying("write") { Glibc.write(fd, buffer.baseAddress, buffer.count) }
   }
