@@ -56,6 +56,9 @@ enum System {
   static func close(_ fd: Int32) throws(SystemError) {
     // EINTR on close must not be retried on Linux: the descriptor is already gone.
     if Glibc.close(fd) < 0 && Glibc.errno != EINTR {
+      // A descriptor closed twice is a bug that closes someone else's socket once numbers are
+      // reused: stop here, as swift-nio does, rather than let `try?` hide it.
+      precondition(Glibc.errno != EBADF, "close(\(fd)): EBADF, a descriptor closed twice")
       throw SystemError(call: "close", errno: Glibc.errno)
     }
   }
