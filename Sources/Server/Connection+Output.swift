@@ -224,12 +224,15 @@ extension Connection {
     guard !isClosed, sequence == self.sequence, var current = stream, !current.finished else { return }
     current.awaiting = false
     if let remaining = current.remaining {
-      // More than announced: the framing would lie.
+      // More than announced: the framing would lie. The producer did not end the body: it is
+      // told to stop.
       guard UInt64(bytes.count) <= remaining else {
-        streamFail(sequence: sequence)
+        close()
         return
       }
       current.remaining = remaining - UInt64(bytes.count)
+      // The announced length is reached: the body is complete, whatever the producer says next.
+      if current.remaining == 0 { current.finished = true }
     }
     stream = current
     if !bytes.isEmpty {

@@ -30,9 +30,10 @@ public struct HTTPResponse: Sendable {
     /// A byte range of a file, sent without loading it whole (sendfile on the loop).
     case file(path: String, offset: UInt64, length: UInt64)
     /// Bytes pulled from `producer` as the client reads them: `Content-Length` when `length`
-    /// is known (the producer must deliver exactly that many), else chunked (or, to an
-    /// HTTP/1.0 client, delimited by closing the connection). A producer that fails, or
-    /// delivers more or fewer bytes than announced, ends the response by closing the connection.
+    /// is known (the body ends once that many were written: a `finish` after that is
+    /// ignored), else chunked (or, to an HTTP/1.0 client, delimited by closing the connection).
+    /// A producer that fails, or delivers more or fewer bytes than announced, ends the
+    /// response by closing the connection.
     case stream(length: UInt64?, producer: any ResponseBodyProducer)
   }
 

@@ -102,6 +102,35 @@ struct ServerStreamingTests {
     #expect(!recorder.all.contains("producer stopped"))
   }
 
+  @Test(arguments: [50_000, 140_000])
+  func aProducerDeliveringOtherThanTheAnnouncedLengthClosesTheConnection(declared: Int) throws {
+    let recorder = Recorder()
+    let live = try LiveServer(handler: TestHandler(recorder: recorder))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    // 30 000-byte chunks: the second overshoots 50 000; 100 000 fall short of 140 000.
+    try client.send("GET /stream?size=100000&chunk=30000&declared=\(declared) HTTP/1.1\r\nHost: t\r\n\r\n")
+    // Never a complete response whose framing lies: the connection ends short of it.
+    let complete = (try? client.readResponse()) != nil
+    #expect(!complete)
+    #expect(client.waitForClose())
+    // Too much: the producer is stopped mid-way; too little: it finished and heard nothing more.
+    #expect(recorder.wait { $0.contains(declared < 100_000 ? "producer stopped" : "producer done") })
+  }
+
+  @Test func aKnownLengthBodyEndsWhenItsLengthIsWritten() throws {
+    let recorder = Recorder()
+    let live = try LiveServer(handler: TestHandler(recorder: recorder))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    try client.send("GET /stream?size=100000&chunk=30000&declared=60000 HTTP/1.1\r\nHost: t\r\n\r\n")
+    let response = try client.readResponse()
+    #expect(response.body == Array(TestHandler.pattern(100_000).prefix(60_000)))
+    #expect(response.header("Connection") == "keep-alive")
+    try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(try client.readResponse().text == "hello")
+  }
+
   @Test func aHEADRequestNeverPullsTheBody() throws {
     let recorder = Recorder()
     let live = try LiveServer(handler: TestHandler(recorder: recorder))

@@ -74,9 +74,10 @@ final class BackpressureConsumer: RequestBodyConsumer {
   }
 }
 
-/// `/stream?size=N&chunk=C&delay=ms&known=1&fail=K`: offloaded work answering a streamed
-/// body of `size` pattern bytes, produced on its own thread in chunks of `chunk` bytes, each
-/// after `delay` ms. `known=1` announces the length; `fail=K` fails once K bytes went out.
+/// `/stream?size=N&chunk=C&delay=ms&known=1&fail=K&declared=D`: offloaded work answering a
+/// streamed body of `size` pattern bytes, produced on its own thread in chunks of `chunk`
+/// bytes, each after `delay` ms. `known=1` announces the length (`declared` instead, to lie);
+/// `fail=K` fails once K bytes went out.
 /// Counts what it produced; records "producer stopped" when told to stop and "producer done".
 final class PatternProducer: ResponseBodyProducer {
   /// Bytes produced by the latest producer (for the backpressure tests).
@@ -112,11 +113,11 @@ final class PatternProducer: ResponseBodyProducer {
     let producer = PatternProducer(
       size: size, chunk: fields["chunk"] ?? 65536, delay: fields["delay"] ?? 0, failAt: fields["fail"],
       recorder: recorder)
-    let known = fields["known"] == 1
+    let length = fields["declared"].map { UInt64($0) } ?? (fields["known"] == 1 ? UInt64(size) : nil)
     return .offload { _ in
       HTTPResponse(
         status: 200, headers: ["Content-Type": "application/octet-stream"],
-        body: .stream(length: known ? UInt64(size) : nil, producer: producer))
+        body: .stream(length: length, producer: producer))
     }
   }
 
