@@ -189,16 +189,19 @@ struct ServerContractTests {
     let recorder = Recorder()
     let live = try LiveServer(
       {
-        $0.bodyIdleTimeout = .milliseconds(300)
+        $0.bodyIdleTimeout = .seconds(1)
         $0.minBodyRate = 1000
-        $0.minBodyRateWindow = .milliseconds(300)
+        $0.minBodyRateWindow = .seconds(1)
       }, handler: TestHandler(recorder: recorder))
     defer { live.stop() }
     let client = try RawClient(port: live.port)
     try client.send(
-      "POST /pause?at=first&resume=900 HTTP/1.1\r\nHost: t\r\nContent-Length: 20\r\n\r\n0123456789")
-    // Paused for 0.9 s: three idle timeouts, three rate windows with 10 bytes of 300.
+      "POST /pause?at=first&resume=2500 HTTP/1.1\r\nHost: t\r\nContent-Length: 20\r\n\r\n0123456789")
+    // Paused for 2.5 s: two idle timeouts, two rate windows with 10 bytes of 1000. The second
+    // half comes 0.3 s after reading resumed: within the second both have left, and late
+    // enough for a clock that had counted the pause to have fired.
     #expect(recorder.wait { $0.contains("resumed") })
+    usleep(300_000)
     try client.send("0123456789")
     let response = try client.readResponse()
     #expect(response.status == 200)
