@@ -43,16 +43,17 @@ public final class AccessLog: Sendable {
   /// Writes out every queued line (at shutdown).
   public func flush() { sink.flush() }
 
-  /// Writes one line for a request the server finished (the server's access-log hook).
-  public func record(_ entry: AccessLogEntry) {
+  /// Writes one line for a request the server finished; one whose answer was not written
+  /// whole is logged with status 0.
+  public func record(_ request: CompletedRequest, requestID: String) {
     guard !sink.isOff else { return }
-    let (seconds, attoseconds) = entry.duration.components
+    let (seconds, attoseconds) = request.duration.components
     record(
       AccessLogRecord(
-        requestID: entry.requestID, method: entry.method, target: entry.path, status: entry.status,
-        bytesIn: entry.bytesIn, bytesOut: entry.bytesOut,
+        requestID: requestID, method: request.method, target: request.target,
+        status: request.isComplete ? request.status : 0, bytesIn: request.bytesIn, bytesOut: request.bytesOut,
         durationMilliseconds: Double(seconds) * 1000 + Double(attoseconds) / 1e15,
-        remoteAddress: entry.remoteAddress))
+        remoteAddress: request.remoteAddress))
   }
 
   /// Writes one line for `entry`.

@@ -46,6 +46,11 @@ extension Application {
     public var headerTimeout = 10.0
     /// Longest silence, in seconds, in the middle of a request body → 408.
     public var bodyIdleTimeout = 30.0
+    /// Slowest a request body may arrive, bytes/s averaged over each `minBodyRateWindow`
+    /// (0 = no minimum) → 408. Low on purpose: a phone on a bad mobile link must get through.
+    public var minBodyRate = 256
+    /// Seconds each `minBodyRate` window lasts.
+    public var minBodyRateWindow = 60.0
     /// Seconds a kept-alive connection may wait for its next request.
     public var keepAliveTimeout = 15.0
     /// Seconds a response write may make no progress before the connection is dropped.
@@ -77,7 +82,7 @@ extension Application {
       for (name, value) in [
         ("headerTimeout", headerTimeout), ("bodyIdleTimeout", bodyIdleTimeout),
         ("keepAliveTimeout", keepAliveTimeout), ("writeTimeout", writeTimeout),
-        ("lingerTimeout", lingerTimeout),
+        ("lingerTimeout", lingerTimeout), ("minBodyRateWindow", minBodyRateWindow),
       ] where !(value > 0 && value.isFinite) {
         throw ConfigurationError("server.\(name) must be a positive number of seconds")
       }
@@ -89,6 +94,7 @@ extension Application {
         ("workerQueueLength", workerQueueLength, 0), ("maxConnections", maxConnections, 1),
         ("maxRequestLineBytes", maxRequestLineBytes, 64), ("maxHeaderBytes", maxHeaderBytes, 256),
         ("maxHeaderFields", maxHeaderFields, 1), ("listenBacklog", listenBacklog, 1),
+        ("minBodyRate", minBodyRate, 0),
       ] where value < minimum {
         throw ConfigurationError("server.\(name) must be at least \(minimum), not \(value)")
       }

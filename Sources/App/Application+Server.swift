@@ -14,6 +14,8 @@ extension Application.ServerOptions {
     config.maxConnections = maxConnections
     config.headerTimeout = Self.duration(headerTimeout)
     config.bodyIdleTimeout = Self.duration(bodyIdleTimeout)
+    config.minBodyRate = minBodyRate
+    config.minBodyRateWindow = Self.duration(minBodyRateWindow)
     config.keepAliveTimeout = Self.duration(keepAliveTimeout)
     config.writeTimeout = Self.duration(writeTimeout)
     config.lingerTimeout = Self.duration(lingerTimeout)
@@ -31,17 +33,11 @@ extension Application.ServerOptions {
 }
 
 extension Application {
-  /// Binds the server for this application: its configuration mapped from `server`, its
-  /// access-log hook writing JSON lines, and `/readyz` told when it drains.
+  /// Binds the server for this application (its configuration mapped from `server`; access
+  /// log and metrics come through `completed(_:)`), and tells `/readyz` when it drains.
   public func makeServer(handleSignals: Bool = true) throws -> Server {
     var config = configuration.server.serverConfiguration()
     config.handleSignals = handleSignals
-    let log = accessLog
-    // Unowned: the server holds this application as its handler and outlives its requests.
-    config.accessLog = { [unowned self] entry in
-      log.record(entry)
-      recordMetrics(entry)
-    }
     let server = try Server(configuration: config, handler: self)
     startBackgroundWork()
     // Weak: the server holds this application as its handler.

@@ -46,6 +46,7 @@ public final class Application: HTTPHandler {
   public let storageFailure: String?
   let sweeper: Sweeper?
   let router: Router<Route>
+  let requestIDs = RequestIDs()
 
   /// The routing table.
   static func makeRouter() -> Router<Route> {
@@ -112,9 +113,17 @@ public final class Application: HTTPHandler {
     }
   }
 
-  public func head(_ head: HTTPRequestHead, context: RequestContext) -> HeadDecision {
-    // The server adds X-Request-Id to every response.
+  /// Labels the request (its id, on the response too, and its route template for metrics),
+  /// then routes it. Reads and deletes authenticate here, on the event loop, and are answered at
+  /// once when refused; whatever touches the disk is offloaded to the worker pool.
+  public func head(_ head: HTTPRequestHead, context: inout RequestContext) -> HeadDecision {
+    RequestIDs.label(&context, id: requestIDs.id(for: head))
     let match = router.match(method: head.method, path: head.path)
+    if case .found(let route, _) = match {
+      context.route = route.template
+    } else {
+      context.route = Self.unmatchedRoute
+    }
     if case .found(let route, let parameters) = match,
       route == .upload || route == .image || route == .meta
         || route == .delete
@@ -128,9 +137,8 @@ public final class Application: HTTPHandler {
       let id = parameters["id"] ?? ""
       switch route {
       case .upload: return attachments.uploadHead(head, context: context)
-      // Index look-ups read SQLite: on the worker pool, never on the event loop.
-      case .image: return .readBody(DeferredResponse { attachments.image(head, id: id, context: context) })
-      case .meta: return .readBody(DeferredResponse { attachments.meta(head, id: id, context: context) })
+      case .image: return attachments.image(head, id: id, context: context)
+      case .meta: return attachments.meta(head, id: id, context: context)
       default: return attachments.delete(head, id: id, context: context)
       }
     }
@@ -139,10 +147,8 @@ public final class Application: HTTPHandler {
     case .found(.healthz, _):
       return .respond(Self.healthy)
     case .found(.readyz, _):
-      // The probes write files: off the event loop, unless a (pointless) body was sent, in
-      // which case the server answers at once and closes rather than reading it.
-      guard head.framing == .none else { return .respond(readinessResponse(requestID: requestID)) }
-      return .readBody(DeferredResponse { [self] in readinessResponse(requestID: requestID) })
+      // The probes write files: off the event loop (a body sent with it is never read).
+      return .offload { [self] _ in readinessResponse(requestID: requestID) }
     case .found(.metrics, _):
       return .respond(
         HTTPResponse(
@@ -174,18 +180,21 @@ public final class Application: HTTPHandler {
   static let healthy = json(status: 200, #"{"status":"ok"}"#)
   static let ready = json(status: 200, #"{"status":"ready"}"#)
 
-  /// Counts one finished request in `/metrics` under its route template.
-  func recordMetrics(_ entry: AccessLogEntry) {
-    guard entry.status > 0 else { return }
-    let route: String
-    if case .found(let found, _) = router.match(method: entry.method, path: Substring(entry.path)) {
-      route = found.template
-    } else {
-      route = "unmatched"
-    }
+  /// The `route` label of requests no route matched (and of those refused before a head).
+  static let unmatchedRoute = "unmatched"
+
+  /// One access-log line and the request metrics for every request the server finished,
+  /// labelled when its head was decided (the router does not run again).
+  public func completed(_ request: CompletedRequest) {
+    // A refused connection carries no id: the log line still gets one.
+    let requestID = request.requestID.isEmpty ? requestIDs.fresh() : request.requestID
+    accessLog.record(request, requestID: requestID)
+    // A request that ended before its answer was written whole is logged with status 0, and
+    // not counted by status.
+    guard request.isComplete, request.status > 0 else { return }
     metrics.recordRequest(
-      route: route, method: entry.method, status: entry.status, requestBytes: 0,
-      responseBytes: Int(clamping: entry.bytesOut))
+      route: request.route.isEmpty ? Self.unmatchedRoute : request.route, method: request.method,
+      status: request.status, requestBytes: 0, responseBytes: Int(clamping: request.bytesOut))
   }
 
   /// Starts the retention sweeper (`makeServer` does this).

@@ -48,6 +48,13 @@ public struct ConfigurationKey: Sendable {
     .seconds(
       "server.bodyIdleTimeout", env: "ATTACHD_BODY_IDLE_TIMEOUT", flag: nil,
       summary: "longest silence in a request body, seconds (→ 408)", \.server.bodyIdleTimeout),
+    .integer(
+      "server.minBodyRate", env: "ATTACHD_MIN_BODY_RATE", flag: nil,
+      summary: "slowest request body, bytes/s over each server.minBodyRateWindow (0 = none; → 408)",
+      range: 0...1_073_741_824, \.server.minBodyRate),
+    .seconds(
+      "server.minBodyRateWindow", env: "ATTACHD_MIN_BODY_RATE_WINDOW", flag: nil,
+      summary: "seconds server.minBodyRate is averaged over", \.server.minBodyRateWindow),
     .seconds(
       "server.keepAliveTimeout", env: "ATTACHD_KEEP_ALIVE_TIMEOUT", flag: nil,
       summary: "seconds an idle kept-alive connection stays open", \.server.keepAliveTimeout),

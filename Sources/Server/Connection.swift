@@ -1,20 +1,33 @@
 import Glibc
 import HTTP
-import Synchronization
 
 /// One accepted socket, owned by one event loop and touched only on its thread. It does the
-/// I/O and talks to the handler; `ConnectionStateMachine` decides what happens when.
+/// I/O and talks to the handler; `ConnectionStateMachine` decides what happens when. Input and
+/// the request's life are here; responses, streams and completions in `Connection+Output`.
+///
+/// Client gone while input is paused (a response pending, or the consumer paused): a reset
+/// or error (EPOLLERR, EPOLLHUP) closes at once. A FIN (EPOLLRDHUP, remembered, and looked at
+/// again whenever input pauses) with nothing unread before it — no pipelined request, no more
+/// body; `pending` empty and a one-byte `MSG_PEEK` finding the EOF — means the client has
+/// left: a body being read is aborted, work owing the response is cancelled and the
+/// connection closed (nginx's 499). A response already being written is finished: a client
+/// that truly left resets the connection at our next write. A FIN behind unread bytes leaves
+/// pipelining alone: those requests are served, then the EOF closes.
 final class Connection {
-  /// What the access log needs about the request in progress.
-  private struct RequestInfo {
+  /// The request in progress: what its completion reports, and the handler's context.
+  struct Exchange {
+    var context: RequestContext
     var method: String
-    var path: String
-    var requestID: String
+    var target: String
     var start: Instant
     var isHead: Bool
+    var http11: Bool
     var bytesIn: UInt64 = 0
     var bytesOut: UInt64 = 0
     var status = 0
+    var condition: ServerCondition?
+    /// Made on first use (a body consumer, offloaded work); cancelled if the client leaves.
+    var handle: ConnectionHandle?
   }
 
   let fd: Int32
@@ -22,20 +35,29 @@ final class Connection {
   let slot: Int
   let generation: UInt32
   let remoteAddress: String
-  private(set) var machine: ConnectionStateMachine
+  var machine: ConnectionStateMachine
   private var parser: HTTPRequestParser
   /// Input read but not yet parsed (a partial head, or a pipelined request while paused).
   private var pending: [UInt8] = []
   /// The parser asked for more than `pending` holds: read before parsing again.
   private var pendingNeedsMore = false
-  private var output = OutputQueue()
+  var output = OutputQueue()
   /// Edge-triggered: the socket may hold unread input.
-  private var maybeReadable = false
-  private var consumer: (any RequestBodyConsumer)?
+  var maybeReadable = false
+  /// The client shut down its sending side (EPOLLRDHUP): an EOF waits behind any unread bytes.
+  private var peerShutdown = false
+  var consumer: (any RequestBodyConsumer)?
+  /// `100 Continue` is owed; it goes out when reading the body begins (after `start`, or on
+  /// resume), never for a body that is refused or not read.
+  var owesContinue = false
   /// The parser still owes the `.end` of a request that was answered without reading a body.
   private var skipEnd = false
-  private var request: RequestInfo?
-  /// Identifies the request a `Responder` belongs to, so a late answer cannot hit the next one.
+  var exchange: Exchange?
+  /// The streamed response body being pulled, if any.
+  var stream: ResponseStream?
+  /// `flush` is writing (it is re-entered by a producer answering at once).
+  var flushing = false
+  /// Identifies the request a handle belongs to, so a late answer cannot hit the next one.
   private(set) var sequence: UInt64 = 0
   private var processing = false
   private(set) var isClosed = false
@@ -48,21 +70,36 @@ final class Connection {
     self.slot = slot
     self.generation = generation
     self.remoteAddress = remoteAddress
-    self.machine = ConnectionStateMachine(timeouts: loop.server.configuration.timeouts, now: loop.now)
-    self.parser = HTTPRequestParser(limits: loop.server.configuration.parserLimits)
+    let configuration = loop.server.configuration
+    self.machine = ConnectionStateMachine(
+      timeouts: configuration.timeouts, minimumRate: configuration.minimumRate, now: loop.now)
+    self.parser = HTTPRequestParser(limits: configuration.parserLimits)
   }
 
   // MARK: Events from the loop
 
   /// An EPOLLIN/EPOLLRDHUP edge (or another turn after a long burst).
-  func readable() {
+  func readable(peerShutdown shutdown: Bool = false) {
+    guard !isClosed else { return }
     maybeReadable = true
+    if shutdown { peerShutdown = true }
     pump()
   }
 
   /// An EPOLLOUT edge.
   func writable() {
     if !output.isEmpty { flush() }
+  }
+
+  /// EPOLLERR or EPOLLHUP: the peer reset the connection (or both directions are shut).
+  func failed() {
+    guard !isClosed else { return }
+    // While lingering our side is already shut: read to the EOF rather than reset.
+    if machine.inputMode == .discard {
+      readable(peerShutdown: true)
+    } else {
+      close()
+    }
   }
 
   func timerFired() {
@@ -83,7 +120,7 @@ final class Connection {
   // MARK: Input
 
   /// Parses buffered input and reads the socket until it is empty, input is paused
-  /// (a response is pending) or this connection had its share of the loop.
+  /// (a response is pending, or the consumer paused) or this connection had its share of the loop.
   private func pump() {
     guard !processing else { return }
     processing = true
@@ -128,8 +165,9 @@ final class Connection {
         break
       }
       reads += 1
-      // A short read drained the socket; new data will raise a new edge.
-      if count < loop.scratch.count { maybeReadable = false }
+      // A short read drained the socket; new data will raise a new edge. After a FIN the EOF
+      // is still to be read, and no edge will announce it.
+      if count < loop.scratch.count && !peerShutdown { maybeReadable = false }
       let input = UnsafeRawBufferPointer(rebasing: loop.scratch[0..<count])
       if pending.isEmpty {
         let (consumed, needsMore) = parse(input)
@@ -146,6 +184,7 @@ final class Connection {
     if maybeReadable && reads >= EventLoop.readsPerWakeup && !machine.readingPaused && !isClosed {
       loop.scheduleReadAgain(self)
     }
+    if peerShutdown && machine.inputMode == .paused { checkPeerGone() }
   }
 
   /// Feeds `input` to the parser until it needs more, input pauses or the connection closes.
@@ -176,37 +215,39 @@ final class Connection {
 
   private func handleHead(_ head: HTTPRequestHead) {
     sequence &+= 1
-    let id = loop.requestID(for: head)
-    request = RequestInfo(
-      method: head.method, path: String(head.path), requestID: id, start: loop.now,
-      isHead: head.method == "HEAD")
-    let context = RequestContext(requestID: id, remoteAddress: remoteAddress)
-    switch loop.server.handler.head(head, context: context) {
+    var context = RequestContext(remoteAddress: remoteAddress)
+    let decision = loop.server.handler.head(head, context: &context)
+    exchange = Exchange(
+      context: context, method: head.method, target: head.target, start: loop.now,
+      isHead: head.method == "HEAD", http11: head.version == .http1_1)
+    switch decision {
     case .respond(let response):
       _ = machine.headDecided(head, readsBody: false, now: loop.now)
       skipEnd = true
       queueResponse(response)
+    case .offload(let work):
+      _ = machine.headDecided(head, readsBody: false, now: loop.now)
+      skipEnd = true
+      makeHandle().offload(work)
     case .readBody(let consumer):
       self.consumer = consumer
-      if machine.headDecided(head, readsBody: true, now: loop.now) == .readBody(sendContinue: true) {
-        var interim: [UInt8] = []
-        HTTPResponseWriter.writeInterim(status: 100, into: &interim)
-        output.append(interim)
-        flush()
+      if case .readBody(let sendContinue) = machine.headDecided(head, readsBody: true, now: loop.now) {
+        owesContinue = sendContinue
       }
+      let action = consumer.start(makeHandle())
+      // The consumer may have answered through the handle already (on this thread).
+      guard !isClosed, self.consumer === consumer else { return }
+      apply(action)
     }
   }
 
   private func handleBody(_ bytes: UnsafeRawBufferPointer) {
     guard let consumer else { return }
     machine.bodyReceived(bytes.count, now: loop.now)
-    request?.bytesIn += UInt64(bytes.count)
-    if case .reject(let response) = consumer.body(bytes) {
-      // After a reject the consumer hears nothing more: it chose to stop.
-      self.consumer = nil
-      machine.bodyRejected()
-      queueResponse(response)
-    }
+    exchange?.bytesIn += UInt64(bytes.count)
+    let action = consumer.body(bytes)
+    guard !isClosed, self.consumer === consumer else { return }
+    apply(action)
   }
 
   private func handleEnd(_ trailers: HTTPHeaders) {
@@ -217,8 +258,57 @@ final class Connection {
     guard let consumer else { return }
     self.consumer = nil
     machine.bodyEnded()
-    let responder = ConnectionResponder(connection: self, sequence: sequence, requestID: request?.requestID)
-    consumer.end(trailers: trailers, responder: responder)
+    consumer.end(trailers: trailers)
+  }
+
+  /// A consumer's answer to its start or to a body slice.
+  private func apply(_ action: BodyAction) {
+    switch action {
+    case .proceed: sendContinueIfOwed()
+    case .pause: machine.bodyPaused(now: loop.now)
+    case .reject(let response):
+      // After a reject the consumer hears nothing more: it chose to stop.
+      stopReadingBody()
+      queueResponse(response)
+    }
+  }
+
+  /// Ends the body for a response that comes before it did (a reject, an early answer).
+  func stopReadingBody() {
+    consumer = nil
+    owesContinue = false
+    machine.bodyRejected()
+  }
+
+  private func sendContinueIfOwed() {
+    guard owesContinue, machine.inputMode == .parse, case .readingBody = machine.state else { return }
+    owesContinue = false
+    var interim: [UInt8] = []
+    HTTPResponseWriter.writeInterim(status: 100, into: &interim)
+    output.append(interim)
+    flush()
+  }
+
+  /// The consumer of request `sequence` wants its body again.
+  func resumeReading(sequence: UInt64) {
+    guard !isClosed, sequence == self.sequence, consumer != nil, machine.bodyResumed(now: loop.now) else {
+      return
+    }
+    sendContinueIfOwed()
+    pump()
+  }
+
+  /// A FIN arrived while input is paused: see the type's comment.
+  private func checkPeerGone() {
+    guard pending.isEmpty, !isClosed else { return }
+    let result: IOResult<Int>
+    do {
+      result = try System.peek(fd)
+    } catch {
+      close()
+      return
+    }
+    if case .processed(0) = result { peerClosed() }
   }
 
   private func peerClosed() {
@@ -227,115 +317,25 @@ final class Connection {
     case .abortBody(let received):
       abortConsumer(received)
       close()
+    case .cancelRequest: close()
     case .finishResponse: break
     }
   }
 
-  private func abortConsumer(_ received: UInt64) {
+  /// Tells the body consumer (if any) that the body will not complete, and cancels the request.
+  func abortConsumer(_ received: UInt64) {
+    exchange?.handle?.cancellation.cancel()
     guard let consumer else { return }
     self.consumer = nil
     consumer.aborted(bytesReceived: received)
   }
 
-  // MARK: Output
-
-  /// The handler's final response for request `sequence` (on the loop thread).
-  func deliver(_ response: HTTPResponse, sequence: UInt64) {
-    guard !isClosed, sequence == self.sequence, case .awaitingResponse = machine.state else { return }
-    queueResponse(response)
-    loop.rearm(self)
-  }
-
-  /// An interim (1xx) response for request `sequence`, before its final one.
-  func deliverInterim(status: Int, headers: HTTPHeaders, sequence: UInt64) {
-    guard !isClosed, sequence == self.sequence, (100...199).contains(status), status != 101 else { return }
-    switch machine.state {
-    case .readingBody, .awaitingResponse:
-      var interim: [UInt8] = []
-      HTTPResponseWriter.writeInterim(status: status, headers: headers, into: &interim)
-      output.append(interim)
-      flush()
-    default: break
-    }
-  }
-
-  private func queueResponse(_ response: HTTPResponse) {
-    // Only a final status can end the exchange; anything else is the handler's bug.
-    var response = response
-    if !(200...999).contains(response.status) {
-      response = loop.server.response(
-        for: .invalidResponseStatus(response.status), requestID: request?.requestID)
-    }
-    var fileFD: Int32?
-    if case .file(let path, _, _) = response.body, request?.isHead != true {
-      do {
-        fileFD = try System.open(path, flags: O_RDONLY)
-      } catch {
-        response = loop.server.response(
-          for: .unreadableFile(path: path, errno: error.errno), requestID: request?.requestID)
-      }
-    }
-    let close = machine.responseQueued(now: loop.now)
-    writeResponse(response, fileFD: fileFD, close: close)
-  }
-
-  /// Protocol errors and timeouts: the handler's answer to `condition` is sent, the body is
-  /// not read further and the connection closes.
-  private func sendError(_ condition: ServerCondition) {
-    machine.errorResponseQueued(now: loop.now)
-    if request == nil {
-      // No head was parsed (bad request line, slow head …): still one line in the access log.
-      let id = loop.requestID(for: HTTPRequestHead(method: "", target: "/"))
-      request = RequestInfo(method: "-", path: "-", requestID: id, start: loop.now, isHead: false)
-    }
-    writeResponse(
-      loop.server.response(for: condition, requestID: request?.requestID), fileFD: nil, close: true)
-  }
-
-  private func writeResponse(_ response: HTTPResponse, fileFD: Int32?, close: Bool) {
-    var headers = response.headers
-    if let id = request?.requestID { headers.replaceOrAdd(name: "X-Request-Id", value: id) }
-    let length = response.body.count
-    var head: [UInt8] = []
-    head.reserveCapacity(256)
-    HTTPResponseWriter.writeHead(
-      status: response.status, headers: headers, framing: .contentLength(Int(length)), keepAlive: !close,
-      date: loop.dates.now(), into: &head)
-    output.append(head)
-    let sendsBody = request?.isHead != true && response.status != 204 && response.status != 304
-    if sendsBody {
-      switch response.body {
-      case .empty: break
-      case .bytes(let bytes): output.append(bytes)
-      case .file(_, let offset, let length):
-        if let fileFD { output.appendFile(fd: fileFD, offset: offset, length: length) }
-      }
-    }
-    request?.status = response.status
-    request?.bytesOut = sendsBody ? length : 0
-    flush()
-  }
-
-  private func flush() {
-    guard !isClosed else { return }
-    let result: OutputQueue.FlushResult
-    do {
-      result = try output.flush(to: fd) { machine.writeProgressed(now: loop.now) }
-    } catch {
-      close()
-      return
-    }
-    guard result == .done, case .writing = machine.state else { return }
-    logRequest()
-    switch machine.responseFlushed(now: loop.now) {
-    case .close: close()
-    case .lingerThenClose:
-      // FIN after the answer; the client's remaining bytes are read and dropped, not reset.
-      try? System.shutdown(fd, how: Int32(SHUT_WR))
-      maybeReadable = true
-      pump()
-    case .readNextRequest: pump()
-    }
+  /// The request's handle, made on first use.
+  func makeHandle() -> ConnectionHandle {
+    if let handle = exchange?.handle { return handle }
+    let handle = ConnectionHandle(connection: self, sequence: sequence)
+    exchange?.handle = handle
+    return handle
   }
 
   /// Lingering close: read and drop input until EOF (then close) or the socket is empty.
@@ -360,71 +360,30 @@ final class Connection {
     loop.scheduleReadAgain(self)
   }
 
-  private func logRequest() {
-    guard let request else { return }
-    self.request = nil
-    guard let log = loop.server.configuration.accessLog else { return }
-    log(
-      AccessLogEntry(
-        method: request.method, path: request.path, status: request.status, bytesIn: request.bytesIn,
-        bytesOut: request.bytesOut, duration: loop.now.since(request.start), requestID: request.requestID,
-        remoteAddress: remoteAddress))
+  /// After the response is written: on to the next request, or a lingering close.
+  func responseDone() {
+    switch machine.responseFlushed(now: loop.now) {
+    case .close: close()
+    case .lingerThenClose:
+      // FIN after the answer; the client's remaining bytes are read and dropped, not reset.
+      try? System.shutdown(fd, how: Int32(SHUT_WR))
+      maybeReadable = true
+      pump()
+    case .readNextRequest: pump()
+    }
   }
 
-  /// Closes the socket now; a consumer still reading hears `aborted`.
+  /// Closes the socket now; a consumer still reading hears `aborted`, work still running is
+  /// cancelled, a producer still streaming is stopped, and the request is reported incomplete.
   func close() {
     guard !isClosed else { return }
     abortConsumer(machine.bodyBytesReceived)
     isClosed = true
+    stopStream()
     machine.closed()
-    if request != nil {
-      request?.status = 0
-      logRequest()
-    }
+    finishExchange(complete: false)
     output.discard()
     try? System.close(fd)
     loop.remove(self)
-  }
-}
-
-/// Answers one request from any thread; hops to the connection's loop when needed.
-final class ConnectionResponder: Responder, @unchecked Sendable {
-  // Touched only on `loop`'s thread; the class crosses threads but the connection never does.
-  private let connection: Connection
-  private let loop: EventLoop
-  private let sequence: UInt64
-  private let requestID: String?
-  private let answered = Atomic<Bool>(false)
-
-  init(connection: Connection, sequence: UInt64, requestID: String?) {
-    self.connection = connection
-    self.loop = connection.loop
-    self.sequence = sequence
-    self.requestID = requestID
-  }
-
-  func respond(_ response: HTTPResponse) {
-    guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    onLoop { $0.connection.deliver(response, sequence: $0.sequence) }
-  }
-
-  func sendInterim(status: Int, headers: HTTPHeaders) {
-    guard !answered.load(ordering: .acquiring) else { return }
-    onLoop { $0.connection.deliverInterim(status: status, headers: headers, sequence: $0.sequence) }
-  }
-
-  @discardableResult
-  func offload(_ work: @escaping @Sendable () -> HTTPResponse) -> Bool {
-    let accepted = loop.server.pool.trySubmit { [self] in respond(work()) }
-    if !accepted { respond(loop.server.response(for: .overloaded, requestID: requestID)) }
-    return accepted
-  }
-
-  private func onLoop(_ body: @escaping @Sendable (ConnectionResponder) -> Void) {
-    if loop.inLoop {
-      body(self)
-    } else {
-      loop.execute { [self] in body(self) }
-    }
   }
 }

@@ -7,6 +7,11 @@ import HTTP
 /// One request at a time: the next pipelined request is parsed only after the current
 /// response is fully written, so responses leave in order and a client that does not read
 /// cannot make the server buffer more than one response.
+///
+/// A body is held to two limits while it is read: no silence longer than `bodyIdle`, and at
+/// least `minBodyRate.bytesPerSecond × window` bytes in every window (tumbling windows, the
+/// first starting when reading starts). Time the consumer keeps reading paused counts against
+/// neither: both clocks are shifted by the pause when reading resumes.
 struct ConnectionStateMachine {
   /// Each phase's time limit.
   struct Timeouts: Sendable, Equatable {
@@ -24,17 +29,56 @@ struct ConnectionStateMachine {
     var linger: Duration
   }
 
+  /// The slowest a body may arrive: `bytesPerSecond` averaged over each `window` (0 = off).
+  struct MinimumRate: Sendable, Equatable {
+    var bytesPerSecond: UInt64
+    var window: Duration
+
+    static let off = MinimumRate(bytesPerSecond: 0, window: .seconds(1))
+
+    /// Bytes a window must bring; nil when the rate is off.
+    var bytesPerWindow: UInt64? {
+      guard bytesPerSecond > 0 else { return nil }
+      let (seconds, attoseconds) = window.components
+      let perWindow = Double(bytesPerSecond) * (Double(seconds) + Double(attoseconds) / 1e18)
+      return max(1, UInt64(perWindow.rounded(.up)))
+    }
+  }
+
+  /// How a body is arriving.
+  struct BodyProgress: Equatable {
+    /// Body bytes received so far.
+    var received: UInt64
+    /// The last time body bytes arrived (or reading started or resumed).
+    var lastActivity: Instant
+    /// When the current minimum-rate window began, and the bytes it has brought.
+    var windowStart: Instant
+    var windowReceived: UInt64 = 0
+    /// Set while the consumer keeps reading paused.
+    var pausedSince: Instant?
+
+    init(now: Instant) {
+      received = 0
+      lastActivity = now
+      windowStart = now
+    }
+  }
+
   enum State: Equatable {
     /// Kept alive, waiting for the first byte of the next request.
     case idle(since: Instant)
     /// A request head is on its way; it must be complete by `since + header`.
     case readingHead(since: Instant, bytesSeen: Bool)
-    /// The handler is reading the body.
-    case readingBody(lastActivity: Instant, received: UInt64)
+    /// The handler is reading the body (or has paused reading it).
+    case readingBody(BodyProgress)
     /// The handler owes the response. Reading is paused.
     case awaitingResponse(received: UInt64)
     /// The response is queued and being written. Reading is paused.
     case writing(lastProgress: Instant)
+    /// A streamed response body waits for its producer, with nothing left to write: the client
+    /// is not holding anything up, so no timeout runs (the producer owns its own). Reading is
+    /// paused.
+    case producing
     /// Our side is shut down for writing; input is read and dropped until EOF or the deadline.
     case lingering(since: Instant)
     case closed
@@ -68,7 +112,12 @@ struct ConnectionStateMachine {
   enum PeerClosedAction: Equatable {
     case close
     case abortBody(received: UInt64)
-    /// The request is complete; write its response, then close.
+    /// The request is complete and its response still owed: the client has left (an HTTP/1.1
+    /// client that wants its answer does not half-close, and one that closed looks the same),
+    /// so the work is cancelled and the connection closed, as nginx does (its 499).
+    case cancelRequest
+    /// The response is being written; finish it (a client that only half-closed reads it),
+    /// then close.
     case finishResponse
   }
 
@@ -79,6 +128,9 @@ struct ConnectionStateMachine {
   }
 
   let timeouts: Timeouts
+  let minimumRate: MinimumRate
+  /// `minimumRate.bytesPerWindow`, worked out once.
+  private let bytesPerWindow: UInt64?
   private(set) var state: State
   /// The connection closes once the current response is written.
   private(set) var closeAfterResponse = false
@@ -87,8 +139,10 @@ struct ConnectionStateMachine {
   /// Input may still be on its way when we close (an unread body, a refused request).
   private(set) var lingerOnClose = false
 
-  init(timeouts: Timeouts, now: Instant) {
+  init(timeouts: Timeouts, minimumRate: MinimumRate = .off, now: Instant) {
     self.timeouts = timeouts
+    self.minimumRate = minimumRate
+    self.bytesPerWindow = minimumRate.bytesPerWindow
     self.state = .readingHead(since: now, bytesSeen: false)
   }
 
@@ -104,8 +158,9 @@ struct ConnectionStateMachine {
 
   var inputMode: InputMode {
     switch state {
-    case .idle, .readingHead, .readingBody: .parse
-    case .awaitingResponse, .writing, .closed: .paused
+    case .idle, .readingHead: .parse
+    case .readingBody(let body): body.pausedSince == nil ? .parse : .paused
+    case .awaitingResponse, .writing, .producing, .closed: .paused
     case .lingering: .discard
     }
   }
@@ -115,7 +170,8 @@ struct ConnectionStateMachine {
   /// Body bytes received for the current request so far.
   var bodyBytesReceived: UInt64 {
     switch state {
-    case .readingBody(_, let received), .awaitingResponse(let received): received
+    case .readingBody(let body): body.received
+    case .awaitingResponse(let received): received
     default: 0
     }
   }
@@ -123,12 +179,16 @@ struct ConnectionStateMachine {
   /// When `timedOut` has something to do, if ever.
   var deadline: Instant? {
     switch state {
-    case .idle(let since): since + timeouts.keepAlive
-    case .readingHead(let since, _): since + timeouts.header
-    case .readingBody(let last, _): last + timeouts.bodyIdle
-    case .writing(let last): last + timeouts.write
-    case .lingering(let since): since + timeouts.linger
-    case .awaitingResponse, .closed: nil
+    case .idle(let since): return since + timeouts.keepAlive
+    case .readingHead(let since, _): return since + timeouts.header
+    case .readingBody(let body):
+      guard body.pausedSince == nil else { return nil }
+      let idle = body.lastActivity + timeouts.bodyIdle
+      guard bytesPerWindow != nil else { return idle }
+      return min(idle, body.windowStart + minimumRate.window)
+    case .writing(let last): return last + timeouts.write
+    case .lingering(let since): return since + timeouts.linger
+    case .awaitingResponse, .producing, .closed: return nil
     }
   }
 
@@ -160,34 +220,59 @@ struct ConnectionStateMachine {
       state = .awaitingResponse(received: 0)
       return .respond
     }
-    state = .readingBody(lastActivity: now, received: 0)
+    state = .readingBody(BodyProgress(now: now))
     let sendContinue = head.expectsContinue && bodyAnnounced && head.version == .http1_1
     return .readBody(sendContinue: sendContinue)
   }
 
   /// `count` body bytes went to the handler.
   mutating func bodyReceived(_ count: Int, now: Instant) {
-    guard case .readingBody(_, let received) = state else { return }
-    state = .readingBody(lastActivity: now, received: received + UInt64(count))
+    guard case .readingBody(var body) = state else { return }
+    body.received += UInt64(count)
+    body.windowReceived += UInt64(count)
+    body.lastActivity = now
+    state = .readingBody(body)
+  }
+
+  /// The consumer asked to read nothing more for now: the socket is left alone and the body
+  /// clocks stop.
+  mutating func bodyPaused(now: Instant) {
+    guard case .readingBody(var body) = state, body.pausedSince == nil else { return }
+    body.pausedSince = now
+    state = .readingBody(body)
+  }
+
+  /// The consumer wants the body again. The idle and rate clocks move on by the time spent
+  /// paused, so the pause counts against neither. Returns false when reading was not paused.
+  @discardableResult
+  mutating func bodyResumed(now: Instant) -> Bool {
+    guard case .readingBody(var body) = state, let since = body.pausedSince else { return false }
+    let paused = now.since(since)
+    body.lastActivity = body.lastActivity + paused
+    body.windowStart = body.windowStart + paused
+    body.pausedSince = nil
+    state = .readingBody(body)
+    return true
   }
 
   /// The body is complete; the handler now owes the response.
   mutating func bodyEnded() {
-    guard case .readingBody(_, let received) = state else { return }
-    state = .awaitingResponse(received: received)
+    guard case .readingBody(let body) = state else { return }
+    state = .awaitingResponse(received: body.received)
   }
 
   /// The handler stopped the body; its response follows and the connection closes.
   mutating func bodyRejected() {
-    guard case .readingBody(_, let received) = state else { return }
+    guard case .readingBody(let body) = state else { return }
     closeAfterResponse = true
     lingerOnClose = true
-    state = .awaitingResponse(received: received)
+    state = .awaitingResponse(received: body.received)
   }
 
-  /// The final response is being queued. Returns whether it must say `Connection: close`.
-  mutating func responseQueued(now: Instant) -> Bool {
-    if draining { closeAfterResponse = true }
+  /// The final response is being queued (`closing`: its framing ends with the connection).
+  /// Returns whether it must say `Connection: close`.
+  mutating func responseQueued(now: Instant, closing: Bool = false) -> Bool {
+    if draining || closing { closeAfterResponse = true }
     if case .readingBody = state {
       closeAfterResponse = true
       lingerOnClose = true
@@ -209,9 +294,22 @@ struct ConnectionStateMachine {
     if case .writing = state { state = .writing(lastProgress: now) }
   }
 
+  /// Everything queued is written, and the streamed body's producer owes the next chunk.
+  mutating func waitingForProducer() {
+    if case .writing = state { state = .producing }
+  }
+
+  /// The producer delivered: there is something to write again.
+  mutating func producerDelivered(now: Instant) {
+    if case .producing = state { state = .writing(lastProgress: now) }
+  }
+
   /// The whole response is written.
   mutating func responseFlushed(now: Instant) -> FlushAction {
-    guard case .writing = state else { return closeAfterResponse ? .close : .readNextRequest }
+    switch state {
+    case .writing, .producing: break
+    default: return closeAfterResponse ? .close : .readNextRequest
+    }
     if closeAfterResponse || draining {
       if lingerOnClose {
         state = .lingering(since: now)
@@ -237,27 +335,39 @@ struct ConnectionStateMachine {
         return .close
       }
       return .requestTimeout
-    case .readingBody(_, let received):
-      return .abortBody(received: received)
+    case .readingBody(var body):
+      if now >= body.lastActivity + timeouts.bodyIdle { return .abortBody(received: body.received) }
+      // The rate window ended: it brought enough, and the next one starts, or it did not.
+      if let bytesPerWindow, now >= body.windowStart + minimumRate.window {
+        guard body.windowReceived >= bytesPerWindow else { return .abortBody(received: body.received) }
+        body.windowStart = now
+        body.windowReceived = 0
+        state = .readingBody(body)
+      }
+      return .none
     case .writing, .lingering:
       state = .closed
       return .close
-    case .awaitingResponse, .closed:
+    case .awaitingResponse, .producing, .closed:
       return .none
     }
   }
 
-  /// The client closed its side (EOF) or the connection failed on read.
+  /// The client closed its side and nothing it sent is left unread (EOF read, or a FIN seen
+  /// while input is paused with the socket empty), or the connection failed on read.
   mutating func peerClosed() -> PeerClosedAction {
     lingerOnClose = false
     switch state {
     case .idle, .readingHead, .lingering, .closed:
       state = .closed
       return .close
-    case .readingBody(_, let received):
+    case .readingBody(let body):
       state = .closed
-      return .abortBody(received: received)
-    case .awaitingResponse, .writing:
+      return .abortBody(received: body.received)
+    case .awaitingResponse:
+      state = .closed
+      return .cancelRequest
+    case .writing, .producing:
       closeAfterResponse = true
       return .finishResponse
     }
@@ -270,7 +380,7 @@ struct ConnectionStateMachine {
     case .idle, .readingHead(_, bytesSeen: false), .lingering, .closed:
       state = .closed
       return .close
-    case .readingHead, .readingBody, .awaitingResponse, .writing:
+    case .readingHead, .readingBody, .awaitingResponse, .writing, .producing:
       return .finishCurrent
     }
   }

@@ -44,8 +44,6 @@ final class EventLoop: @unchecked Sendable {
   var dates = HTTPDateCache()
   /// This loop's copy of the server's canned over-the-cap answer (its `Date` is rewritten).
   private var refusal: CannedResponse
-  private var requestCounter: UInt64 = 0
-  private let requestIDPrefix: String
 
   init(index: Int, server: Server) throws(SystemError) {
     self.index = index
@@ -53,7 +51,6 @@ final class EventLoop: @unchecked Sendable {
     self.epollFD = try System.epollCreate()
     self.wakeFD = try System.eventfd()
     self.scratch = .allocate(byteCount: Self.scratchSize, alignment: 16)
-    self.requestIDPrefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
     self.refusal = server.refusal
     try System.epollControl(epollFD, EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, data: Self.wakeToken)
   }
@@ -129,9 +126,14 @@ final class EventLoop: @unchecked Sendable {
         connection.generation == UInt32(token >> 32)
       else { return }
       let flags = event.events
-      let failed = flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
-      if flags & EPOLLOUT.rawValue != 0 || failed { connection.writable() }
-      if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 || failed { connection.readable() }
+      if flags & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 {
+        connection.failed()
+        return
+      }
+      if flags & EPOLLOUT.rawValue != 0 { connection.writable() }
+      if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 {
+        connection.readable(peerShutdown: flags & EPOLLRDHUP.rawValue != 0)
+      }
     }
   }
 
@@ -156,7 +158,7 @@ final class EventLoop: @unchecked Sendable {
       }
       guard case .processed(let fd) = result else { return }
       guard server.reserveConnection() else {
-        refuse(fd)
+        refuse(fd, remote: Self.describe(&address))
         continue
       }
       adopt(fd, remote: Self.describe(&address))
@@ -178,10 +180,15 @@ final class EventLoop: @unchecked Sendable {
   }
 
   /// Over the connection cap: a best-effort canned `.tooManyConnections` answer, then close.
-  private func refuse(_ fd: Int32) {
+  /// The handler still hears of it, as of a request with no head.
+  private func refuse(_ fd: Int32, remote: String) {
     refusal.setDate(dates.now())
     refusal.bytes.withUnsafeBytes { _ = try? System.write(fd, $0) }
     try? System.close(fd)
+    server.handler.completed(
+      CompletedRequest(
+        method: "-", target: "-", status: server.refusalStatus, isComplete: true, bytesIn: 0, bytesOut: 0,
+        duration: .zero, condition: .tooManyConnections, remoteAddress: remote, requestID: "", route: ""))
   }
 
   private func adopt(_ fd: Int32, remote: String) {
@@ -266,23 +273,6 @@ final class EventLoop: @unchecked Sendable {
   }
 
   var isDraining: Bool { draining }
-
-  /// `X-Request-Id` if the client sent a well-formed one, else a fresh id.
-  func requestID(for head: HTTPRequestHead) -> String {
-    if let sent = head.headers.first(name: "x-request-id"), Self.isWellFormedRequestID(sent) { return sent }
-    requestCounter &+= 1
-    return "\(requestIDPrefix)\(index)-\(String(requestCounter, radix: 16))"
-  }
-
-  /// 1…128 characters of `[A-Za-z0-9._-]`.
-  static func isWellFormedRequestID(_ id: String) -> Bool {
-    let utf8 = id.utf8
-    guard (1...128).contains(utf8.count) else { return false }
-    return utf8.allSatisfy { c in
-      (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E
-        || c == 0x5F || c == 0x2D
-    }
-  }
 
   private static func string(_ text: [CChar]) -> String {
     String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

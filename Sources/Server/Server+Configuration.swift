@@ -20,6 +20,12 @@ extension Server {
     public var headerTimeout: Duration = .seconds(10)
     /// Longest silence in the middle of a request body → `.requestTimeout`, consumer aborted.
     public var bodyIdleTimeout: Duration = .seconds(30)
+    /// Slowest a request body may arrive, bytes/s averaged over each `minBodyRateWindow`
+    /// (0 = no minimum) → `.requestTimeout`, consumer aborted. Time the consumer keeps reading
+    /// paused does not count. The default suits a phone on a bad mobile link (see the README).
+    public var minBodyRate = 256
+    /// The window `minBodyRate` is averaged over; the first starts when the body does.
+    public var minBodyRateWindow: Duration = .seconds(60)
     /// How long a kept-alive connection may wait for its next request.
     public var keepAliveTimeout: Duration = .seconds(15)
     /// Longest time a response write may make no progress before the connection is dropped.
@@ -35,10 +41,11 @@ extension Server {
     public var maxReadBuffer = 128 * 1024
     /// `listen(2)` backlog.
     public var listenBacklog: Int32 = 1024
+    /// A streamed response body's producer is asked for more while fewer bytes than this wait
+    /// to be written (the most a connection buffers of a stream, beyond one chunk).
+    public var responseBodyWatermark = 64 * 1024
     /// Turn SIGTERM and SIGINT into a graceful shutdown while `run()` runs.
     public var handleSignals = true
-    /// Called once per finished request, on an event loop thread (keep it quick).
-    public var accessLog: (@Sendable (AccessLogEntry) -> Void)?
 
     public init() {}
 
@@ -62,12 +69,19 @@ extension Server {
       }
       guard drainDeadline >= .zero else { throw ConfigurationError("drainDeadline must be ≥ 0") }
       guard maxReadBuffer >= 4096 else { throw ConfigurationError("maxReadBuffer must be ≥ 4096") }
+      guard minBodyRate >= 0 else { throw ConfigurationError("minBodyRate must be ≥ 0") }
+      guard minBodyRateWindow > .zero else { throw ConfigurationError("minBodyRateWindow must be positive") }
+      guard responseBodyWatermark >= 1 else { throw ConfigurationError("responseBodyWatermark must be ≥ 1") }
     }
 
     var timeouts: ConnectionStateMachine.Timeouts {
       .init(
         header: headerTimeout, bodyIdle: bodyIdleTimeout, keepAlive: keepAliveTimeout, write: writeTimeout,
         linger: lingerTimeout)
+    }
+
+    var minimumRate: ConnectionStateMachine.MinimumRate {
+      .init(bytesPerSecond: UInt64(max(0, minBodyRate)), window: minBodyRateWindow)
     }
   }
 
@@ -76,23 +90,6 @@ extension Server {
     public var description: String
     init(_ description: String) { self.description = description }
   }
-}
-
-/// One finished request, for the access log.
-public struct AccessLogEntry: Sendable {
-  public var method: String
-  /// The request path (no query string, which may carry secrets).
-  public var path: String
-  /// The final status sent, or 0 when the connection ended before one was.
-  public var status: Int
-  /// Request body bytes received.
-  public var bytesIn: UInt64
-  /// Response body bytes sent (as announced; HEAD counts 0).
-  public var bytesOut: UInt64
-  /// From the complete head to the response written.
-  public var duration: Duration
-  public var requestID: String
-  public var remoteAddress: String
 }
 
 extension System {

@@ -15,6 +15,8 @@ public final class Server: Sendable {
   /// The answer to connections over `maxConnections`, with the start-up `Date` until a loop
   /// rewrites it.
   let refusal: CannedResponse
+  /// Its status, for the handler's completion of each refusal.
+  let refusalStatus: Int
   /// The pool behind `Responder.offload`.
   public let pool: WorkerPool
   let listenFD: Int32
@@ -35,8 +37,13 @@ public final class Server: Sendable {
     self.configuration = configuration
     self.handler = handler
     var dates = HTTPDateCache()
-    self.refusal = CannedResponse(
-      Self.checked(handler.response(for: .tooManyConnections, requestID: nil)), date: dates.now())
+    var context = RequestContext(remoteAddress: "-")
+    var refusal = Self.checked(handler.response(for: .tooManyConnections, context: &context))
+    for field in context.responseHeaders {
+      refusal.headers.replaceOrAdd(name: field.name, value: field.value)
+    }
+    self.refusal = CannedResponse(refusal, date: dates.now())
+    self.refusalStatus = refusal.status
     // Writes to a vanished client must fail with EPIPE, not kill the process.
     System.ignoreSIGPIPE()
     let fd = try System.socket(
@@ -140,16 +147,20 @@ public final class Server: Sendable {
   func releaseConnection() { openConnections.subtract(1, ordering: .relaxed) }
 
   /// The handler's answer to `condition`, made safe to write.
-  func response(for condition: ServerCondition, requestID: String?) -> HTTPResponse {
-    Self.checked(handler.response(for: condition, requestID: requestID))
+  func response(for condition: ServerCondition, context: inout RequestContext) -> HTTPResponse {
+    Self.checked(handler.response(for: condition, context: &context))
   }
 
-  // The server writes these without opening files, and a head needs a final status: a
-  // handler breaking that contract gets a bare 500 instead of a crashed loop (a guard against
-  // a bug, not a mapping: every condition's status comes from the handler).
+  // The server writes these without opening files or pulling streams, and a head needs a
+  // final status: a handler breaking that contract gets a bare 500 instead of a crashed loop
+  // (a guard against a bug, not a mapping: every condition's status comes from the handler).
   private static func checked(_ response: HTTPResponse) -> HTTPResponse {
     guard (200...999).contains(response.status) else { return HTTPResponse(status: 500) }
-    guard case .file = response.body else { return response }
+    switch response.body {
+    case .empty, .bytes: return response
+    case .file: break
+    case .stream(_, let producer): producer.stop()
+    }
     var response = response
     response.body = .empty
     return response

@@ -56,6 +56,9 @@ enum System {
   static func close(_ fd: Int32) throws(SystemError) {
     // EINTR on close must not be retried on Linux: the descriptor is already gone.
     if Glibc.close(fd) < 0 && Glibc.errno != EINTR {
+      // A descriptor closed twice is a bug that closes someone else's socket once numbers are
+      // reused: stop here, as swift-nio does, rather than let `try?` hide it.
+      precondition(Glibc.errno != EBADF, "close(\(fd)): EBADF, a descriptor closed twice")
       throw SystemError(call: "close", errno: Glibc.errno)
     }
   }
@@ -64,6 +67,13 @@ enum System {
     -> IOResult<Int>
   {
     try retrying("read") { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+  }
+
+  /// Looks at the next input byte without taking it: `.processed(0)` means EOF with nothing
+  /// unread before it.
+  static func peek(_ fd: Int32) throws(SystemError) -> IOResult<Int> {
+    var byte: UInt8 = 0
+    return try retrying("recv") { Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) }
   }
 
   static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {

@@ -20,29 +20,33 @@ import Testing
     return path
   }
 
-  /// Collects what a deferred response sends; `offload` runs the work at once, as a free
-  /// worker would. (The live tests run the same path on the real server.)
-  final class CollectingResponder: Responder {
+  /// Collects what a body consumer sends; `offload` runs the work at once, as a free worker
+  /// would. (The live tests run the same path on the real server.)
+  final class CollectingHandle: RequestHandle {
     let responses = Mutex<[HTTPResponse]>([])
+    let cancellation = RequestCancellation()
     func respond(_ response: HTTPResponse) { responses.withLock { $0.append(response) } }
     func sendInterim(status: Int, headers: HTTPHeaders) {}
-    func offload(_ work: @escaping @Sendable () -> HTTPResponse) -> Bool {
-      respond(work())
+    func offload(_ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool {
+      respond(work(cancellation))
       return true
     }
+    func resumeReading() {}
   }
 
   func respond(_ app: Application, _ method: String, _ target: String) throws -> HTTPResponse {
-    let decision = app.head(
-      HTTPRequestHead(method: method, target: target),
-      context: RequestContext(requestID: "req-42", remoteAddress: "127.0.0.1:1"))
+    var context = RequestContext(remoteAddress: "127.0.0.1:1")
+    let decision = app.head(HTTPRequestHead(method: method, target: target), context: &context)
     switch decision {
     case .respond(let response):
       return response
+    case .offload(let work):
+      return work(RequestCancellation())
     case .readBody(let consumer):
-      let responder = CollectingResponder()
-      consumer.end(trailers: [:], responder: responder)
-      let responses = responder.responses.withLock { $0 }
+      let handle = CollectingHandle()
+      guard case .proceed = consumer.start(handle) else { throw CancellationError() }
+      consumer.end(trailers: [:])
+      let responses = handle.responses.withLock { $0 }
       #expect(responses.count == 1)
       return try #require(responses.first)
     }
@@ -50,17 +54,43 @@ import Testing
 
   @Test func healthzIsAnsweredOnTheLoopAndReadyzOffTheLoop() {
     let app = makeApp(dataDirectory: "/tmp")
-    let context = RequestContext(requestID: "r", remoteAddress: "127.0.0.1:1")
-    guard case .respond = app.head(HTTPRequestHead(method: "GET", target: "/healthz"), context: context)
+    var context = RequestContext(remoteAddress: "127.0.0.1:1")
+    guard case .respond = app.head(HTTPRequestHead(method: "GET", target: "/healthz"), context: &context)
     else {
       Issue.record("/healthz was deferred")
       return
     }
-    guard case .readBody = app.head(HTTPRequestHead(method: "GET", target: "/readyz"), context: context)
+    guard case .offload = app.head(HTTPRequestHead(method: "GET", target: "/readyz"), context: &context)
     else {
       Issue.record("/readyz probed the disk on the event loop")
       return
     }
+  }
+
+  @Test func everyRequestIsLabelledWithItsIdAndRouteTemplate() {
+    let app = makeApp(dataDirectory: "/tmp")
+    var sent = RequestContext(remoteAddress: "127.0.0.1:1")
+    _ = app.head(
+      HTTPRequestHead(
+        method: "GET", target: "/v1/attachments/att_x/meta", headers: ["X-Request-Id": "abc-1"]),
+      context: &sent)
+    #expect(sent.requestID == "abc-1")
+    #expect(sent.responseHeaders.first(name: "X-Request-Id") == "abc-1")
+    #expect(sent.route == "/v1/attachments/{id}/meta")
+    var fresh = RequestContext(remoteAddress: "127.0.0.1:1")
+    _ = app.head(
+      HTTPRequestHead(method: "GET", target: "/nope", headers: ["X-Request-Id": "bad id!"]), context: &fresh)
+    #expect(fresh.requestID != "bad id!" && !fresh.requestID.isEmpty)
+    #expect(fresh.responseHeaders.first(name: "X-Request-Id") == fresh.requestID)
+    #expect(fresh.route == "unmatched")
+  }
+
+  @Test(arguments: [
+    ("abc-DEF_1.2", true), ("", false), ("has space", false), ("ü", false),
+    (String(repeating: "a", count: 128), true), (String(repeating: "a", count: 129), false),
+  ])
+  func requestIDsAreHonouredOnlyWhenWellFormed(id: String, ok: Bool) {
+    #expect(RequestIDs.isWellFormed(id) == ok)
   }
 
   func json(_ response: HTTPResponse) throws -> [String: Any] {

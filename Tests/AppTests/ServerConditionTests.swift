@@ -64,6 +64,16 @@ import Testing
     #expect(problem["instance"] == nil)
   }
 
+  @Test func aConditionBeforeAnyHeadIsLabelledWithAFreshID() throws {
+    var context = RequestContext(remoteAddress: "127.0.0.1:1")
+    let response = Self.application().response(
+      for: .malformedRequest(HTTPParserError(.invalidRequestLine)), context: &context)
+    #expect(!context.requestID.isEmpty)
+    #expect(context.responseHeaders.first(name: "X-Request-Id") == context.requestID)
+    #expect(context.route == "unmatched")
+    #expect(try Self.problem(response)["instance"] as? String == context.requestID)
+  }
+
   @Test func onlyServerFaultsAreLoggedWithTheirDetail() throws {
     let dir = try LiveTesting.temporaryDirectory()
     let path = dir + "/events.log"
@@ -237,5 +247,15 @@ import Testing
       received += chunk[0..<n]
     }
     return try LiveTesting.parse(Data(received))
+  }
+}
+
+extension Application {
+  /// `response(for:context:)` for a request the handler already labelled `requestID` (nil: a
+  /// fresh context, as for the canned connection-cap answer).
+  fileprivate func response(for condition: ServerCondition, requestID: String?) -> HTTPResponse {
+    var context = RequestContext(remoteAddress: "127.0.0.1:1")
+    if let requestID { context.requestID = requestID }
+    return response(for: condition, context: &context)
   }
 }

@@ -135,12 +135,27 @@ import Testing
     #expect(m.state == .closed)
   }
 
-  @Test func aHalfCloseAfterACompleteRequestStillGetsTheResponse() {
+  @Test func aClientThatClosesWhileItsResponseIsOwedCancelsTheRequest() {
     var m = makeMachine()
     _ = m.headDecided(head(), readsBody: true, now: at(0))
     m.bodyEnded()
+    #expect(m.peerClosed() == .cancelRequest)
+    #expect(m.state == .closed)
+  }
+
+  @Test func aHalfCloseWhileTheResponseIsWrittenStillGetsItWhole() {
+    var m = makeMachine()
+    _ = m.headDecided(head(), readsBody: false, now: at(0))
+    #expect(m.responseQueued(now: at(0)) == false)
     #expect(m.peerClosed() == .finishResponse)
-    #expect(m.responseQueued(now: at(1)) == true)
+    #expect(m.responseFlushed(now: at(1)) == .close)
+
+    var streaming = makeMachine()
+    _ = streaming.headDecided(head(), readsBody: false, now: at(0))
+    _ = streaming.responseQueued(now: at(0))
+    streaming.waitingForProducer()
+    #expect(streaming.peerClosed() == .finishResponse)
+    #expect(streaming.responseFlushed(now: at(1)) == .close)
   }
 
   @Test func readingIsPausedWhileAResponseIsPending() {
@@ -199,13 +214,5 @@ import Testing
     var order: [Int] = []
     while let (_, element) = heap.popDue(now: at(10)) { order.append(element) }
     #expect(order == [1, 4, 2, 3, 0])
-  }
-
-  @Test(arguments: [
-    ("abc-DEF_1.2", true), ("", false), ("has space", false), ("ü", false),
-    (String(repeating: "a", count: 128), true), (String(repeating: "a", count: 129), false),
-  ])
-  func requestIDsAreHonouredOnlyWhenWellFormed(id: String, ok: Bool) {
-    #expect(EventLoop.isWellFormedRequestID(id) == ok)
   }
 }

@@ -63,12 +63,19 @@ struct ClientError: Error, CustomStringConvertible {
 final class RawClient {
   let fd: Int32
   private var buffer: [UInt8] = []
+  /// Microseconds to wait before each read: a slow reader.
+  var readDelay: UInt32 = 0
 
-  init(port: Int, timeout: Double = 5) throws {
+  /// Connects; `receiveBuffer` (set before connecting) keeps the kernel from buffering much of
+  /// a response the test wants to read slowly.
+  init(port: Int, timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
     fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    if var size = receiveBuffer {
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -87,6 +94,13 @@ final class RawClient {
 
   deinit { Glibc.close(fd) }
 
+  /// Changes the send and receive timeouts.
+  func setTimeout(_ timeout: Double) {
+    var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+  }
+
   func send(_ text: String) throws { try send(Array(text.utf8)) }
 
   func send(_ bytes: [UInt8]) throws {
@@ -98,9 +112,35 @@ final class RawClient {
     }
   }
 
+  /// Sends as much of `bytes` as the send timeout allows; returns how much went.
+  func sendSome(_ bytes: [UInt8]) -> Int {
+    var sent = 0
+    while sent < bytes.count {
+      let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+      if n <= 0 { break }
+      sent += n
+    }
+    return sent
+  }
+
+  /// Makes closing this client reset the connection (RST) instead of ending it (FIN).
+  func resetOnClose() {
+    var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+  }
+
+  /// Reads up to `count` more bytes of whatever comes (at least one unless the peer closed).
+  func readSome(_ count: Int) throws -> [UInt8] {
+    if buffer.isEmpty { _ = try fill(max: count) }
+    let taken = Array(buffer.prefix(count))
+    buffer.removeFirst(taken.count)
+    return taken
+  }
+
   /// Reads more bytes into the buffer; false on EOF or reset.
-  private func fill() throws -> Bool {
-    var chunk = [UInt8](repeating: 0, count: 65536)
+  private func fill(max: Int = 65536) throws -> Bool {
+    if readDelay > 0 { usleep(readDelay) }
+    var chunk = [UInt8](repeating: 0, count: max)
     let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
     if n > 0 {
       buffer.append(contentsOf: chunk[0..<n])
@@ -133,14 +173,56 @@ final class RawClient {
       return (String(parts[0]), parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
     }
     var response = ClientResponse(status: status, headers: headers, body: [])
-    if status < 200 || forHead { return response }
-    let length = Int(response.header("Content-Length") ?? "0") ?? 0
-    while buffer.count < length {
+    if status < 200 || forHead || status == 204 || status == 304 { return response }
+    if response.header("Transfer-Encoding")?.lowercased() == "chunked" {
+      response.body = try readChunkedBody()
+    } else if let length = response.header("Content-Length").flatMap({ Int($0) }) {
+      try fill(to: length)
+      response.body = Array(buffer[0..<length])
+      buffer.removeFirst(length)
+    } else {
+      // Delimited by the connection's end.
+      while try fill() {}
+      response.body = buffer
+      buffer = []
+    }
+    return response
+  }
+
+  private func fill(to count: Int) throws {
+    while buffer.count < count {
       guard try fill() else { throw ClientError(description: "closed mid-body") }
     }
-    response.body = Array(buffer[0..<length])
-    buffer.removeFirst(length)
-    return response
+  }
+
+  /// A line ending with CRLF, without it.
+  private func readLine() throws -> [UInt8] {
+    while true {
+      if let end = buffer.indices.dropLast().first(where: { buffer[$0] == 13 && buffer[$0 + 1] == 10 }) {
+        let line = Array(buffer[0..<end])
+        buffer.removeFirst(end + 2)
+        return line
+      }
+      guard try fill() else { throw ClientError(description: "closed mid-body") }
+    }
+  }
+
+  private func readChunkedBody() throws -> [UInt8] {
+    var body: [UInt8] = []
+    while true {
+      let line = String(decoding: try readLine(), as: UTF8.self)
+      guard let size = Int(line.split(separator: ";")[0], radix: 16) else {
+        throw ClientError(description: "bad chunk size line \(line)")
+      }
+      if size == 0 {
+        // Trailers, then the empty line.
+        while try !readLine().isEmpty {}
+        return body
+      }
+      try fill(to: size + 2)
+      body += buffer[0..<size]
+      buffer.removeFirst(size + 2)
+    }
   }
 
   /// True when the server closes the connection (EOF or reset) within the receive timeout,

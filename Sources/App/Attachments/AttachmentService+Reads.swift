@@ -4,51 +4,63 @@ import Server
 import Storage
 
 extension AttachmentService {
-  /// `GET`/`HEAD /v1/attachments/{id}`: with a key (read scope) or a signed link.
-  func image(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HTTPResponse {
+  /// `GET`/`HEAD /v1/attachments/{id}`: with a key (read scope, checked here on the loop) or a
+  /// signed link (checked against the index, off the loop); the look-up is offloaded.
+  func image(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HeadDecision {
     let query = head.query.map(String.init)
-    let tenant: String
-    var viewer = Viewer.tenant
     if SignedURL.isSigned(query: query) {
-      guard SecureRandom.isIdentifier(id) else { return problem(AccessError.signedLinkInvalid, context) }
-      let owner: String?
-      do { owner = try store.tenant(ofAttachment: id) } catch { return problem(error, context) }
-      let now = Int(store.now.timeIntervalSince1970)
-      if case .failure(let error) = access.verifySignedLink(id: id, query: query, tenantOfID: owner, now: now)
-      {
-        return problem(error, context)
-      }
-      guard let owner else { return problem(AccessError.signedLinkInvalid, context) }
-      tenant = owner
-    } else {
-      switch access.authorize(head, scope: .read) {
-      case .failure(let error): return problem(error, context)
-      case .success(let principal):
-        tenant = principal.tenant
-        viewer = principal.viewer
+      // The link is bound to the owner's tenant, which only the index knows.
+      return .offload { [self] _ in signedImage(head, id: id, query: query, context: context) }
+    }
+    switch access.authorize(head, scope: .read) {
+    case .failure(let error): return .respond(problem(error, context))
+    case .success(let principal):
+      return .offload { [self] _ in
+        image(head, id: id, tenant: principal.tenant, viewer: principal.viewer, context: context)
       }
     }
-    let record: AttachmentRecord
-    switch lookup(tenant: tenant, viewer: viewer, id: id, context: context) {
-    case .failure(let failure): return failure.response
-    case .success(let found): record = found
-    }
-    return serve(record, head: head, context: context)
   }
 
-  /// `GET /v1/attachments/{id}/meta`: the JSON record (read scope).
-  func meta(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HTTPResponse {
+  /// A signed-link read (on a worker).
+  private func signedImage(_ head: HTTPRequestHead, id: String, query: String?, context: RequestContext)
+    -> HTTPResponse
+  {
+    guard SecureRandom.isIdentifier(id) else { return problem(AccessError.signedLinkInvalid, context) }
+    let owner: String?
+    do { owner = try store.tenant(ofAttachment: id) } catch { return problem(error, context) }
+    let now = Int(store.now.timeIntervalSince1970)
+    if case .failure(let error) = access.verifySignedLink(id: id, query: query, tenantOfID: owner, now: now) {
+      return problem(error, context)
+    }
+    guard let owner else { return problem(AccessError.signedLinkInvalid, context) }
+    return image(head, id: id, tenant: owner, viewer: .tenant, context: context)
+  }
+
+  /// The tenant's image (on a worker).
+  private func image(
+    _ head: HTTPRequestHead, id: String, tenant: String, viewer: Viewer, context: RequestContext
+  ) -> HTTPResponse {
+    switch lookup(tenant: tenant, viewer: viewer, id: id, context: context) {
+    case .failure(let failure): return failure.response
+    case .success(let record): return serve(record, head: head, context: context)
+    }
+  }
+
+  /// `GET /v1/attachments/{id}/meta`: the JSON record (read scope, checked on the loop).
+  func meta(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HeadDecision {
     let principal: Principal
     switch access.authorize(head, scope: .read) {
-    case .failure(let error): return problem(error, context)
+    case .failure(let error): return .respond(problem(error, context))
     case .success(let p): principal = p
     }
-    switch lookup(tenant: principal.tenant, viewer: principal.viewer, id: id, context: context) {
-    case .failure(let failure): return failure.response
-    case .success(let record):
-      return HTTPResponse(
-        status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
-        body: .bytes(AttachmentJSON.record(record, signedURL: signedURL(for: record))))
+    return .offload { [self] _ in
+      switch lookup(tenant: principal.tenant, viewer: principal.viewer, id: id, context: context) {
+      case .failure(let failure): return failure.response
+      case .success(let record):
+        return HTTPResponse(
+          status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
+          body: .bytes(AttachmentJSON.record(record, signedURL: signedURL(for: record))))
+      }
     }
   }
 
@@ -61,17 +73,16 @@ extension AttachmentService {
     }
     guard SecureRandom.isIdentifier(id) else { return .respond(problem(AppError.notFound, context)) }
     // The delete commits a transaction (fsync): not on the event loop.
-    return .readBody(
-      DeferredResponse { [self] in
-        do {
-          guard try store.delete(tenant: principal.tenant, id: id, visibleTo: principal.viewer) else {
-            return problem(AppError.notFound, context)
-          }
-          return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"])
-        } catch {
-          return problem(error, context)
+    return .offload { [self] _ in
+      do {
+        guard try store.delete(tenant: principal.tenant, id: id, visibleTo: principal.viewer) else {
+          return problem(AppError.notFound, context)
         }
-      })
+        return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"])
+      } catch {
+        return problem(error, context)
+      }
+    }
   }
 
   /// The tenant's live record, or the 404 a missing (or another tenant's, another user's, or

@@ -17,6 +17,7 @@ final class UploadConsumer: RequestBodyConsumer {
   private var current: [UInt8]?
   private var digest: SHA256?
   private var received = 0
+  private var handle: (any RequestHandle)?
 
   init(service: AttachmentService, request: UploadRequest, boundary: String?, expectedBytes: Int?) throws {
     self.service = service
@@ -30,6 +31,11 @@ final class UploadConsumer: RequestBodyConsumer {
     } else if let expectedBytes {
       raw.reserveCapacity(expectedBytes)
     }
+  }
+
+  func start(_ request: any RequestHandle) -> BodyAction {
+    handle = request
+    return .proceed
   }
 
   func body(_ bytes: UnsafeRawBufferPointer) -> BodyAction {
@@ -49,7 +55,8 @@ final class UploadConsumer: RequestBodyConsumer {
     return .proceed
   }
 
-  func end(trailers: HTTPHeaders, responder: any Responder) {
+  func end(trailers: HTTPHeaders) {
+    guard let responder = handle else { return }
     let multipart = parser != nil
     if multipart {
       do {
@@ -74,9 +81,12 @@ final class UploadConsumer: RequestBodyConsumer {
     let service = self.service
     let slot = request.slot
     service.queued.add(1, ordering: .relaxed)
-    let accepted = responder.offload {
+    let accepted = responder.offload { cancellation in
       service.queued.subtract(1, ordering: .relaxed)
       defer { slot.release() }
+      // The client left while the job waited for a worker: nothing is stored, and nobody is
+      // there to answer (a cancelled request's connection is closed; this answer is dropped).
+      guard !cancellation.isCancelled else { return Self.abandoned }
       return service.process(upload)
     }
     if !accepted {
@@ -92,6 +102,9 @@ final class UploadConsumer: RequestBodyConsumer {
     raw = []
     parts = []
   }
+
+  /// The answer to an upload whose client has gone; never sent.
+  static let abandoned = HTTPResponse(status: 503, headers: ["Cache-Control": "no-store"])
 
   private func refuse(_ error: any Error) -> BodyAction {
     request.slot.release()
