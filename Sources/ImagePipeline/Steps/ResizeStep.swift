@@ -7,24 +7,11 @@ import ImageCodecs
 enum ResizeStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
     let target = c.storedOutputSize
-    if var planes = c.planes {
+    if let planes = c.planes {
       // Chroma goes straight to its output size (half of each even side, all of an odd one),
       // whatever its stored subsampling, mapped by its extent so it stays registered with the
       // luma; orienting then keeps it aligned and merging needs no padding.
-      let chroma = YCbCrPlanes.chromaSize(width: target.width, height: target.height)
-      let extent = planes.chromaExtent
-      if (planes.width, planes.height) != target {
-        planes.luma = Resampler.resize(planes.luma, width: target.width, height: target.height)
-      }
-      // A plane of the right count whose last sample overhangs still needs remapping.
-      if (planes.cb.width, planes.cb.height) != chroma
-        || extent != (Double(chroma.width), Double(chroma.height))
-      {
-        planes.cb = Resampler.resize(planes.cb, width: chroma.width, height: chroma.height, extent: extent)
-        planes.cr = Resampler.resize(planes.cr, width: chroma.width, height: chroma.height, extent: extent)
-      }
-      planes.subsampling = YCbCrPlanes.subsampling(width: target.width, height: target.height)
-      c.planes = planes
+      c.planes = PlanesResampler.resize(planes, width: target.width, height: target.height)
       return
     }
     let pixels = try c.requirePixels()

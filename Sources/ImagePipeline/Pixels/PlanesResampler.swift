@@ -1,0 +1,115 @@
+import ImageCodecs
+
+/// Resamples Y′CbCr planes that arrive in strips (or whole) to the output's planes: the luma
+/// to the output size, each chroma plane straight to the output's chroma size
+/// (`YCbCrPlanes.chromaSize`), centred as JPEG wants it, whatever its stored subsampling and
+/// siting. A crop window (HEIF `clap`, a grid's padding) is given in luma pixels; cropped-away
+/// rows and columns are never read.
+///
+/// Chroma is registered by its extent: the luma window `[x, x + w)` is, in chroma samples,
+/// `[x / h + o, (x + w) / h + o)` with `h` the subsampling and `o` the siting offset
+/// (`ChromaSiting.Position.offset`), so an odd side's overhanging last sample, an odd crop
+/// edge and co-sited chroma all land where they belong against the luma.
+final class PlanesResampler {
+  /// A crop in luma pixels.
+  struct Crop: Equatable, Sendable {
+    var x: Int
+    var y: Int
+    var width: Int
+    var height: Int
+  }
+
+  let subsampling: (horizontal: Int, vertical: Int)
+  let luma: StripResampler
+  let cb: StripResampler
+  let cr: StripResampler
+  /// Output size.
+  let width: Int
+  let height: Int
+
+  /// Luma rows the crop reads: a tile decoder may skip tile rows entirely outside them.
+  var lumaRows: Range<Int> { luma.rows }
+
+  /// A resampler for planes of `lumaSize` whose chroma planes are `chromaSize` (they may be
+  /// padded beyond the luma's extent), subsampled and sited as given, to `width` × `height`.
+  init(
+    lumaSize: (width: Int, height: Int), chromaSize: (width: Int, height: Int),
+    subsampling: (horizontal: Int, vertical: Int), siting: ChromaSiting, crop: Crop? = nil, width: Int,
+    height: Int
+  ) {
+    let crop = crop ?? Crop(x: 0, y: 0, width: lumaSize.width, height: lumaSize.height)
+    precondition(
+      crop.x >= 0 && crop.y >= 0 && crop.width > 0 && crop.height > 0 && crop.x + crop.width <= lumaSize.width
+        && crop.y + crop.height <= lumaSize.height, "PlanesResampler: crop outside the image")
+    self.subsampling = subsampling
+    self.width = width
+    self.height = height
+    luma = StripResampler(
+      sourceWidth: lumaSize.width, sourceHeight: lumaSize.height, layout: .gray,
+      window: StripResampler.Window(
+        x: Double(crop.x), y: Double(crop.y), width: Double(crop.width), height: Double(crop.height)),
+      width: width, height: height)
+    let (h, v) = (Double(subsampling.horizontal), Double(subsampling.vertical))
+    let window = StripResampler.Window(
+      x: Double(crop.x) / h + siting.horizontal.offset(factor: subsampling.horizontal),
+      y: Double(crop.y) / v + siting.vertical.offset(factor: subsampling.vertical),
+      width: Double(crop.width) / h, height: Double(crop.height) / v)
+    let chroma = YCbCrPlanes.chromaSize(width: width, height: height)
+    cb = StripResampler(
+      sourceWidth: chromaSize.width, sourceHeight: chromaSize.height, layout: .gray, window: window,
+      width: chroma.width, height: chroma.height)
+    cr = StripResampler(
+      sourceWidth: chromaSize.width, sourceHeight: chromaSize.height, layout: .gray, window: window,
+      width: chroma.width, height: chroma.height)
+  }
+
+  /// Takes a strip: luma rows from `lumaRow` (a multiple of the vertical subsampling) and the
+  /// chroma rows from `lumaRow / vertical`, as many as the strip's planes hold.
+  func consume(_ strip: YCbCrPlanes, at lumaRow: Int) {
+    precondition(lumaRow % subsampling.vertical == 0, "PlanesResampler: strip starts inside a chroma row")
+    luma.consume(strip.luma, at: lumaRow)
+    cb.consume(strip.cb, at: lumaRow / subsampling.vertical)
+    cr.consume(strip.cr, at: lumaRow / subsampling.vertical)
+  }
+
+  /// The output planes, with chroma centred at the output's subsampling.
+  func finish(matrix: YCbCrMatrix, range: YCbCrRange) -> YCbCrPlanes {
+    YCbCrPlanes(
+      luma: luma.finish(), cb: cb.finish(), cr: cr.finish(),
+      subsampling: YCbCrPlanes.subsampling(width: width, height: height), matrix: matrix, range: range,
+      siting: .centred)
+  }
+
+  /// Whole `planes` (with an optional crop) at `width` × `height`. Planes that already have
+  /// their output size and extent, centred and uncropped, are kept as they are.
+  static func resize(_ planes: YCbCrPlanes, crop: Crop? = nil, width: Int, height: Int) -> YCbCrPlanes {
+    let chroma = YCbCrPlanes.chromaSize(width: width, height: height)
+    let whole = crop == nil || crop == Crop(x: 0, y: 0, width: planes.width, height: planes.height)
+    let untouched = whole && planes.siting == .centred
+    let lumaDone = untouched && (planes.width, planes.height) == (width, height)
+    // A plane of the right count whose last sample overhangs still needs remapping.
+    let chromaDone =
+      untouched && (planes.cb.width, planes.cb.height) == chroma
+      && planes.chromaExtent == (Double(chroma.width), Double(chroma.height))
+    if lumaDone && chromaDone { return planes }
+    let resampler = PlanesResampler(
+      lumaSize: (planes.width, planes.height), chromaSize: (planes.cb.width, planes.cb.height),
+      subsampling: planes.subsampling, siting: planes.siting, crop: crop, width: width, height: height)
+    var result = planes
+    if lumaDone {
+      resampler.cb.consume(planes.cb, at: 0)
+      resampler.cr.consume(planes.cr, at: 0)
+      result.cb = resampler.cb.finish()
+      result.cr = resampler.cr.finish()
+    } else if chromaDone {
+      resampler.luma.consume(planes.luma, at: 0)
+      result.luma = resampler.luma.finish()
+    } else {
+      resampler.consume(planes, at: 0)
+      result = resampler.finish(matrix: planes.matrix, range: planes.range)
+    }
+    result.subsampling = YCbCrPlanes.subsampling(width: width, height: height)
+    result.siting = .centred
+    return result
+  }
+}
