@@ -63,13 +63,56 @@ final class PlanesResampler {
       width: chroma.width, height: chroma.height)
   }
 
-  /// Takes a strip: luma rows from `lumaRow` (a multiple of the vertical subsampling) and the
-  /// chroma rows from `lumaRow / vertical`, as many as the strip's planes hold.
-  func consume(_ strip: YCbCrPlanes, at lumaRow: Int) {
-    precondition(lumaRow % subsampling.vertical == 0, "PlanesResampler: strip starts inside a chroma row")
-    luma.consume(strip.luma, at: lumaRow)
-    cb.consume(strip.cb, at: lumaRow / subsampling.vertical)
-    cr.consume(strip.cr, at: lumaRow / subsampling.vertical)
+  /// One strip: rows `rows` of `planes`, whose luma row 0 is image row `origin` and whose
+  /// chroma row 0 is chroma row `origin / vertical` (both multiples of the vertical subsampling,
+  /// except that the image's last strip may end on an odd row).
+  struct Strip {
+    var planes: YCbCrPlanes
+    var origin: Int
+    var rows: Range<Int>
+
+    /// A strip that is all of `planes`, from image row `lumaRow`.
+    init(_ planes: YCbCrPlanes, at lumaRow: Int) {
+      self.init(planes, origin: lumaRow, rows: lumaRow..<(lumaRow + planes.height))
+    }
+
+    /// Rows `rows` of `planes`, read in place.
+    init(_ planes: YCbCrPlanes, origin: Int, rows: Range<Int>) {
+      self.planes = planes
+      self.origin = origin
+      self.rows = rows
+    }
+  }
+
+  /// Takes one strip (luma, then the chroma rows it covers).
+  func consume(_ strip: Strip) {
+    let v = subsampling.vertical
+    precondition(
+      strip.origin % v == 0 && strip.rows.lowerBound % v == 0, "PlanesResampler: strip inside a chroma row")
+    luma.consume(strip.planes.luma, origin: strip.origin, rows: strip.rows)
+    let origin = strip.origin / v
+    let chroma =
+      (strip.rows.lowerBound / v)..<min(origin + strip.planes.cb.height, (strip.rows.upperBound + v - 1) / v)
+    cb.consume(strip.planes.cb, origin: origin, rows: chroma)
+    cr.consume(strip.planes.cr, origin: origin, rows: chroma)
+  }
+
+  /// Takes a strip that is all of `planes`, from image row `lumaRow`.
+  func consume(_ planes: YCbCrPlanes, at lumaRow: Int) {
+    consume(Strip(planes, at: lumaRow))
+  }
+
+  /// Takes strips from `next` until it returns nil, checking `checkpoint` before asking for
+  /// each: a cancelled or overdue run stops between strips. A tile decoder's loop: `next`
+  /// decodes one row of tiles.
+  func consume(
+    checkpoint: Checkpoint, strips next: () throws(PipelineError) -> Strip?
+  ) throws(PipelineError) {
+    while true {
+      try checkpoint.check()
+      guard let strip = try next() else { return }
+      consume(strip)
+    }
   }
 
   /// The output planes, with chroma centred at the output's subsampling.
@@ -80,9 +123,13 @@ final class PlanesResampler {
       siting: .centred)
   }
 
-  /// Whole `planes` (with an optional crop) at `width` × `height`. Planes that already have
-  /// their output size and extent, centred and uncropped, are kept as they are.
-  static func resize(_ planes: YCbCrPlanes, crop: Crop? = nil, width: Int, height: Int) -> YCbCrPlanes {
+  /// Whole `planes` (with an optional crop) at `width` × `height`, fed in bands of
+  /// `bandRows` luma rows so that `checkpoint` is checked every few milliseconds. Planes that
+  /// already have their output size and extent, centred and uncropped, are kept as they are.
+  static func resize(
+    _ planes: YCbCrPlanes, crop: Crop? = nil, width: Int, height: Int, checkpoint: Checkpoint = .never,
+    bandRows: Int = 512
+  ) throws(PipelineError) -> YCbCrPlanes {
     let chroma = YCbCrPlanes.chromaSize(width: width, height: height)
     let whole = crop == nil || crop == Crop(x: 0, y: 0, width: planes.width, height: planes.height)
     let untouched = whole && planes.siting == .centred
@@ -96,16 +143,27 @@ final class PlanesResampler {
       lumaSize: (planes.width, planes.height), chromaSize: (planes.cb.width, planes.cb.height),
       subsampling: planes.subsampling, siting: planes.siting, crop: crop, width: width, height: height)
     var result = planes
-    if lumaDone {
-      resampler.cb.consume(planes.cb, at: 0)
-      resampler.cr.consume(planes.cr, at: 0)
-      result.cb = resampler.cb.finish()
-      result.cr = resampler.cr.finish()
-    } else if chromaDone {
-      resampler.luma.consume(planes.luma, at: 0)
-      result.luma = resampler.luma.finish()
+    if lumaDone || chromaDone {
+      // Only one kind of plane changes: the other is not touched at all.
+      if !lumaDone {
+        try resampler.luma.consume(planes.luma, bandRows: bandRows, checkpoint: checkpoint)
+        result.luma = resampler.luma.finish()
+      } else {
+        let chromaBand = max(1, bandRows / planes.subsampling.vertical)
+        try resampler.cb.consume(planes.cb, bandRows: chromaBand, checkpoint: checkpoint)
+        try resampler.cr.consume(planes.cr, bandRows: chromaBand, checkpoint: checkpoint)
+        result.cb = resampler.cb.finish()
+        result.cr = resampler.cr.finish()
+      }
     } else {
-      resampler.consume(planes, at: 0)
+      let v = planes.subsampling.vertical
+      let step = max(v, bandRows - bandRows % v)
+      var top = 0
+      try resampler.consume(checkpoint: checkpoint) { () -> Strip? in
+        guard top < planes.height else { return nil }
+        defer { top += step }
+        return Strip(planes, origin: 0, rows: top..<min(planes.height, top + step))
+      }
       result = resampler.finish(matrix: planes.matrix, range: planes.range)
     }
     result.subsampling = YCbCrPlanes.subsampling(width: width, height: height)

@@ -33,6 +33,16 @@ enum Resampler {
   static func resize(
     _ image: PixelBuffer, width: Int, height: Int, extent: (width: Double, height: Double)? = nil
   ) -> PixelBuffer {
+    // Without a checkpoint nothing can throw.
+    (try? resize(image, width: width, height: height, extent: extent, checkpoint: nil))!
+  }
+
+  /// `resize`, fed in bands of `bandRows` rows with `checkpoint` checked before each (the
+  /// pipeline's resize step: a cancelled or overdue run stops within a band).
+  static func resize(
+    _ image: PixelBuffer, width: Int, height: Int, extent: (width: Double, height: Double)? = nil,
+    checkpoint: Checkpoint?, bandRows: Int = 512
+  ) throws(PipelineError) -> PixelBuffer {
     precondition(width > 0 && height > 0, "resize: empty destination")
     var source = image
     if image.layout == .rgba && !image.premultiplied {
@@ -42,7 +52,11 @@ enum Resampler {
     let resampler = StripResampler(
       sourceWidth: source.width, sourceHeight: source.height, layout: source.layout, window: window,
       width: width, height: height)
-    resampler.consume(source, at: 0)
+    if let checkpoint {
+      try resampler.consume(source, bandRows: bandRows, checkpoint: checkpoint)
+    } else {
+      resampler.consume(source, at: 0)
+    }
     var output = resampler.finish()
     output.premultiplied = source.premultiplied
     if output.layout == .rgba && output.premultiplied { clampColourToAlpha(&output) }

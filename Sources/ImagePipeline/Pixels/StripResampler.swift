@@ -132,20 +132,31 @@ final class StripResampler {
   /// them), rows inside may not. Every destination row whose window is complete is produced
   /// before this returns.
   func consume(_ strip: PixelBuffer, at first: Int) {
-    precondition(strip.width == sourceWidth && strip.layout == layout, "StripResampler: strip shape")
+    consume(strip, origin: first, rows: first..<(first + strip.height))
+  }
+
+  /// Takes source rows `rows` out of `buffer`, whose row 0 is source row `origin`: a band of a
+  /// larger buffer, read in place (the whole-image resize feeds its image band by band).
+  func consume(_ buffer: PixelBuffer, origin: Int, rows band: Range<Int>) {
+    precondition(buffer.width == sourceWidth && buffer.layout == layout, "StripResampler: strip shape")
     precondition(
-      first >= nextRow && first + strip.height <= sourceHeight
+      band.lowerBound >= origin && band.upperBound <= origin + buffer.height,
+      "StripResampler: rows outside the buffer")
+    let first = band.lowerBound
+    precondition(
+      first >= nextRow && band.upperBound <= sourceHeight
         && max(nextRow, rows.lowerBound) >= min(first, rows.upperBound),
       "StripResampler: rows \(nextRow)..<\(first) of the window were skipped")
-    nextRow = first + strip.height
+    nextRow = band.upperBound
     let lo = max(first, rows.lowerBound)
-    let hi = min(first + strip.height, rows.upperBound)
+    let hi = min(band.upperBound, rows.upperBound)
     guard lo < hi else { return }
-    strip.bytes.withUnsafeBufferPointer { bytes in
-      let base = bytes.baseAddress! + columns.lowerBound * channels
+    buffer.bytes.withUnsafeBufferPointer { bytes in
+      // Source row r is at `base + (r - first) × rowBytes`.
+      let base = bytes.baseAddress! + (first - origin) * buffer.rowBytes + columns.lowerBound * channels
       if let sums {
         for row in lo..<hi {
-          let line = base + (row - first) * strip.rowBytes
+          let line = base + (row - first) * buffer.rowBytes
           BoxShrinker.add(line, to: sums, count: columns.count * channels, first: bandRows == 0)
           bandRows += 1
           guard bandRows == factorY || row == rows.upperBound - 1 else { continue }
@@ -161,7 +172,7 @@ final class StripResampler {
       } else {
         let stripFirst = lo - rows.lowerBound
         let stripEnd = hi - rows.lowerBound
-        self.strip = (base + (lo - first) * strip.rowBytes, strip.rowBytes, stripFirst, stripEnd)
+        self.strip = (base + (lo - first) * buffer.rowBytes, buffer.rowBytes, stripFirst, stripEnd)
         defer { self.strip = nil }
         available = stripEnd
         drain()
@@ -174,12 +185,22 @@ final class StripResampler {
           ensureHeldCapacity(stripEnd - from)
           for row in from..<stripEnd {
             (held + heldCount * samples).update(
-              from: base + (row + rows.lowerBound - first) * strip.rowBytes,
+              from: base + (row + rows.lowerBound - first) * buffer.rowBytes,
               count: samples)
             heldCount += 1
           }
         }
       }
+    }
+  }
+
+  /// Takes all of `image` (the whole source) in bands of `bandRows` rows, read in place,
+  /// checking `checkpoint` before each band.
+  func consume(_ image: PixelBuffer, bandRows: Int, checkpoint: Checkpoint) throws(PipelineError) {
+    precondition(image.height == sourceHeight && bandRows > 0, "StripResampler: not the whole source")
+    for top in stride(from: 0, to: sourceHeight, by: bandRows) {
+      try checkpoint.check()
+      consume(image, origin: 0, rows: top..<min(sourceHeight, top + bandRows))
     }
   }
 

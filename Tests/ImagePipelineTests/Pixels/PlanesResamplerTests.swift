@@ -26,10 +26,10 @@ import Testing
   }
 
   @Test(arguments: [(1001, 751, 333, 250), (640, 480, 300, 225), (35, 19, 17, 9)])
-  func planesFedInTileRowsComeOutAsTheWholePlanesDo(size: (Int, Int, Int, Int)) {
+  func planesFedInTileRowsComeOutAsTheWholePlanesDo(size: (Int, Int, Int, Int)) throws {
     let (w, h, dw, dh) = size
     let source = Self.planes(width: w, height: h, seed: 4)
-    let whole = PlanesResampler.resize(source, width: dw, height: dh)
+    let whole = try PlanesResampler.resize(source, width: dw, height: dh)
     for tileRow in [2, 16, 64, 512] {
       let resampler = PlanesResampler(
         lumaSize: (w, h), chromaSize: (source.cb.width, source.cb.height), subsampling: (2, 2),
@@ -52,7 +52,7 @@ import Testing
   @Test(arguments: [
     ChromaSiting.centred, ChromaSiting(h273ChromaLocation: 0)!, ChromaSiting(h273ChromaLocation: 2)!,
   ])
-  func chromaStaysRegisteredWithTheLumaThroughOddCropsAndAnySiting(siting: ChromaSiting) {
+  func chromaStaysRegisteredWithTheLumaThroughOddCropsAndAnySiting(siting: ChromaSiting) throws {
     for vertical in [false, true] {
       let (width, height) = (48, 48)
       // 4 levels per luma pixel: a chroma shift of half a luma pixel would be 2 levels off.
@@ -71,7 +71,7 @@ import Testing
         cr: PixelBuffer(width: width / 2, height: height / 2, layout: .gray, bytes: chromaBytes),
         subsampling: (2, 2), siting: siting)
       let crop = PlanesResampler.Crop(x: 3, y: 5, width: 40, height: 40)
-      let out = PlanesResampler.resize(planes, crop: crop, width: 40, height: 40)
+      let out = try PlanesResampler.resize(planes, crop: crop, width: 40, height: 40)
       #expect(out.siting == .centred && (out.cb.width, out.cb.height) == (20, 20))
       let origin = Double(vertical ? crop.y : crop.x)
       var worst = 0.0
@@ -86,6 +86,63 @@ import Testing
       #expect(worst <= 0.75, "\(siting) \(vertical ? "vertical" : "horizontal"): \(worst) levels")
       // The luma itself was only cropped.
       #expect(out.luma.bytes[0] == luma(crop.x, crop.y))
+    }
+  }
+
+  /// A tile decoder's loop: strips come from a closure, the checkpoint is checked before each.
+  static func tileRows(
+    of planes: YCbCrPlanes, into resampler: PlanesResampler, checkpoint: Checkpoint,
+    produced: inout Int, onStrip: (Int) -> Void = { _ in }
+  ) throws(PipelineError) {
+    var top = 0
+    var count = 0
+    defer { produced = count }
+    try resampler.consume(checkpoint: checkpoint) { () -> PlanesResampler.Strip? in
+      guard top < planes.height else { return nil }
+      count += 1
+      onStrip(count)
+      defer { top += 64 }
+      return PlanesResampler.Strip(planes, origin: 0, rows: top..<min(planes.height, top + 64))
+    }
+  }
+
+  @Test func aCancelledTileLoopStopsBeforeItsNextStrip() throws {
+    let planes = Self.planes(width: 256, height: 1024, seed: 8)
+    let resampler = PlanesResampler(
+      lumaSize: (256, 1024), chromaSize: (128, 512), subsampling: (2, 2), siting: .centred, width: 64,
+      height: 256)
+    let cancellation = PipelineCancellation()
+    var produced = 0
+    // The client hangs up while the third strip is being decoded.
+    #expect(throws: PipelineError.cancelled()) {
+      try Self.tileRows(
+        of: planes, into: resampler, checkpoint: Checkpoint(cancellation: cancellation, deadline: nil),
+        produced: &produced, onStrip: { if $0 == 3 { cancellation.cancel() } })
+    }
+    #expect(produced == 3 && resampler.luma.nextRow == 192 && !resampler.luma.isComplete)
+  }
+
+  @Test func aTileLoopPastItsDeadlineStopsWithDeadlineExceeded() throws {
+    let planes = Self.planes(width: 256, height: 1024, seed: 8)
+    let resampler = PlanesResampler(
+      lumaSize: (256, 1024), chromaSize: (128, 512), subsampling: (2, 2), siting: .centred, width: 64,
+      height: 256)
+    var produced = 0
+    let deadline = ContinuousClock.now + .milliseconds(60)
+    // Each strip takes 25 ms to "decode": the deadline passes during the third.
+    #expect(throws: PipelineError.deadlineExceeded()) {
+      try Self.tileRows(
+        of: planes, into: resampler, checkpoint: Checkpoint(cancellation: nil, deadline: deadline),
+        produced: &produced, onStrip: { _ in Thread.sleep(forTimeInterval: 0.025) })
+    }
+    #expect(produced >= 2 && produced < 16, "\(produced) strips")
+  }
+
+  @Test func aResizeWithAnOverdueCheckpointStopsAtItsFirstBand() {
+    let planes = Self.planes(width: 100, height: 100, seed: 1)
+    let overdue = Checkpoint(cancellation: nil, deadline: .now - .seconds(1))
+    #expect(throws: PipelineError.deadlineExceeded()) {
+      try PlanesResampler.resize(planes, width: 50, height: 50, checkpoint: overdue)
     }
   }
 }
