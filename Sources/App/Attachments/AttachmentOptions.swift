@@ -19,6 +19,9 @@ extension Application {
     public var maxEdge = 2048
     /// JPEG quality of stored images, 1…100.
     public var quality = 85
+    /// Seconds one image may take in the pipeline before it stops with 503 `deadline_exceeded`
+    /// (see `Pipeline.Configuration.deadline` for why 30).
+    public var pipelineDeadline = 30.0
 
     public init() {}
 
@@ -40,6 +43,7 @@ extension Application {
       config.maxEdge = maxEdge
       config.quality = quality
       config.limits.maxInputBytes = maxUploadBytes
+      config.deadline = .nanoseconds(Int64((pipelineDeadline * 1e9).rounded()))
       return config
     }
   }

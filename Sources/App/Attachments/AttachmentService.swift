@@ -115,10 +115,14 @@ public final class AttachmentService: Sendable {
         return problem(error, requestID: requestID)
       }
     }
+    // Stops the pipeline when the client has gone; the server's client-gone signal is bridged
+    // to it once the server exposes one.
+    let cancellation = PipelineCancellation()
     let response =
       upload.multipart
-      ? multipartResponse(upload.parts, tenant: tenant, requestID: requestID)
-      : singleResponse(upload.parts.first ?? [], tenant: tenant, requestID: requestID)
+      ? multipartResponse(upload.parts, tenant: tenant, requestID: requestID, cancellation: cancellation)
+      : singleResponse(
+        upload.parts.first ?? [], tenant: tenant, requestID: requestID, cancellation: cancellation)
     if let key = claimed {
       do {
         // Client errors are repeated like successes; a 5xx may succeed on retry.
@@ -151,8 +155,10 @@ public final class AttachmentService: Sendable {
     return HTTPResponse(status: stored.status, headers: headers, body: .bytes(stored.body))
   }
 
-  private func singleResponse(_ bytes: [UInt8], tenant: String, requestID: String) -> HTTPResponse {
-    switch processOne(bytes, tenant: tenant, requestID: requestID) {
+  private func singleResponse(
+    _ bytes: [UInt8], tenant: String, requestID: String, cancellation: PipelineCancellation
+  ) -> HTTPResponse {
+    switch processOne(bytes, tenant: tenant, requestID: requestID, cancellation: cancellation) {
     case .failure(let error): return problem(error, requestID: requestID)
     case .success(let record):
       let body = AttachmentJSON.record(record, signedURL: signedURL(for: record))
@@ -167,13 +173,15 @@ public final class AttachmentService: Sendable {
 
   /// 201 with a list when at least one part was stored (failed parts as problem objects with
   /// their `part` index); when every part failed, the first failure's problem.
-  private func multipartResponse(_ parts: [[UInt8]], tenant: String, requestID: String) -> HTTPResponse {
+  private func multipartResponse(
+    _ parts: [[UInt8]], tenant: String, requestID: String, cancellation: PipelineCancellation
+  ) -> HTTPResponse {
     var out: [UInt8] = [UInt8(ascii: "[")]
     var firstFailure: (any Error)?
     var firstLocation: String?
     for (index, part) in parts.enumerated() {
       if index > 0 { out.append(UInt8(ascii: ",")) }
-      switch processOne(part, tenant: tenant, requestID: requestID) {
+      switch processOne(part, tenant: tenant, requestID: requestID, cancellation: cancellation) {
       case .success(let record):
         firstLocation = firstLocation ?? Application.attachmentsPath + "/" + record.id
         AttachmentJSON.record(record, signedURL: signedURL(for: record), into: &out)
@@ -194,12 +202,13 @@ public final class AttachmentService: Sendable {
       body: .bytes(out))
   }
 
-  /// Pipeline, then store; errors are returned, not thrown, so a multipart upload goes on.
-  private func processOne(_ bytes: [UInt8], tenant: String, requestID: String) -> Result<
-    AttachmentRecord, any Error
-  > {
+  /// Pipeline, then store; errors are returned, not thrown, so a multipart upload goes on. A
+  /// run stopped by its deadline or `cancellation` stores nothing.
+  private func processOne(
+    _ bytes: [UInt8], tenant: String, requestID: String, cancellation: PipelineCancellation
+  ) -> Result<AttachmentRecord, any Error> {
     do {
-      let image = try pipeline.process(bytes)
+      let image = try pipeline.process(bytes, cancellation: cancellation)
       for timing in image.timings {
         let (seconds, attoseconds) = timing.duration.components
         metrics.recordStage(timing.stage, seconds: Double(seconds) + Double(attoseconds) * 1e-18)
