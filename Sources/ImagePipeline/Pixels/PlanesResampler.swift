@@ -115,10 +115,11 @@ final class PlanesResampler {
     }
   }
 
-  /// The output planes, with chroma centred at the output's subsampling.
-  func finish(matrix: YCbCrMatrix, range: YCbCrRange) -> YCbCrPlanes {
+  /// The output planes, with chroma centred at the output's subsampling; `corrupt` when rows
+  /// never arrived.
+  func finish(matrix: YCbCrMatrix, range: YCbCrRange) throws(PipelineError) -> YCbCrPlanes {
     YCbCrPlanes(
-      luma: luma.finish(), cb: cb.finish(), cr: cr.finish(),
+      luma: try luma.finish(), cb: try cb.finish(), cr: try cr.finish(),
       subsampling: YCbCrPlanes.subsampling(width: width, height: height), matrix: matrix, range: range,
       siting: .centred)
   }
@@ -147,13 +148,13 @@ final class PlanesResampler {
       // Only one kind of plane changes: the other is not touched at all.
       if !lumaDone {
         try resampler.luma.consume(planes.luma, bandRows: bandRows, checkpoint: checkpoint)
-        result.luma = resampler.luma.finish()
+        result.luma = try resampler.luma.finish()
       } else {
         let chromaBand = max(1, bandRows / planes.subsampling.vertical)
         try resampler.cb.consume(planes.cb, bandRows: chromaBand, checkpoint: checkpoint)
         try resampler.cr.consume(planes.cr, bandRows: chromaBand, checkpoint: checkpoint)
-        result.cb = resampler.cb.finish()
-        result.cr = resampler.cr.finish()
+        result.cb = try resampler.cb.finish()
+        result.cr = try resampler.cr.finish()
       }
     } else {
       let v = planes.subsampling.vertical
@@ -164,7 +165,7 @@ final class PlanesResampler {
         defer { top += step }
         return Strip(planes, origin: 0, rows: top..<min(planes.height, top + step))
       }
-      result = resampler.finish(matrix: planes.matrix, range: planes.range)
+      result = try resampler.finish(matrix: planes.matrix, range: planes.range)
     }
     result.subsampling = YCbCrPlanes.subsampling(width: width, height: height)
     result.siting = .centred

@@ -57,7 +57,7 @@ enum Resampler {
     } else {
       resampler.consume(source, at: 0)
     }
-    var output = resampler.finish()
+    var output = try resampler.finish()
     output.premultiplied = source.premultiplied
     if output.layout == .rgba && output.premultiplied { clampColourToAlpha(&output) }
     return output

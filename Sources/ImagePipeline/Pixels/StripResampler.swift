@@ -204,9 +204,14 @@ final class StripResampler {
     }
   }
 
-  /// The destination image; every row the window reads must have been consumed.
-  func finish() -> PixelBuffer {
-    precondition(isComplete, "StripResampler: rows \(nextRow)… of \(rows) never arrived")
+  /// The destination image. Throws `corrupt` when rows the window reads never arrived (a
+  /// decoder that ran out of tiles); shapes and order are the decoder's to get right before it
+  /// hands a strip over.
+  func finish() throws(PipelineError) -> PixelBuffer {
+    guard isComplete else {
+      throw .corrupt(
+        "the image ended before all its rows were decoded", detail: "rows \(nextRow)… of \(rows)")
+    }
     let bytes = output
     output = []
     return PixelBuffer(width: width, height: height, layout: layout, bytes: bytes)

@@ -37,7 +37,7 @@ import Testing
       for first in stride(from: 0, to: h, by: tileRow) {
         resampler.consume(Self.strip(source, first, min(tileRow, h - first)), at: first)
       }
-      let result = resampler.finish(matrix: .bt601, range: .full)
+      let result = try resampler.finish(matrix: .bt601, range: .full)
       #expect(
         StripResamplerTests.differences(result.luma.bytes, whole.luma.bytes) == 0, "luma, \(size) \(tileRow)")
       #expect(StripResamplerTests.differences(result.cb.bytes, whole.cb.bytes) == 0, "cb, \(size) \(tileRow)")
@@ -135,7 +135,7 @@ import Testing
         of: planes, into: resampler, checkpoint: Checkpoint(cancellation: nil, deadline: deadline),
         produced: &produced, onStrip: { _ in Thread.sleep(forTimeInterval: 0.025) })
     }
-    #expect(produced >= 2 && produced < 16, "\(produced) strips")
+    #expect(produced >= 1 && produced < 16, "\(produced) strips")
   }
 
   @Test func aResizeWithAnOverdueCheckpointStopsAtItsFirstBand() {

@@ -42,12 +42,12 @@ import Testing
   ]
 
   @Test(arguments: [PixelBuffer.Layout.gray, .rgb, .rgba], sizes.indices)
-  func stripsOfAnyHeightGiveExactlyTheWholeImageResult(layout: PixelBuffer.Layout, index: Int) {
+  func stripsOfAnyHeightGiveExactlyTheWholeImageResult(layout: PixelBuffer.Layout, index: Int) throws {
     let (w, h, dw, dh) = Self.sizes[index]
     let source = PixelFixtures.noise(width: w, height: h, layout: layout, seed: UInt32(index + 1), padding: 3)
     let whole = StripResampler(sourceWidth: w, sourceHeight: h, layout: layout, width: dw, height: dh)
     whole.consume(source, at: 0)
-    let expected = whole.finish().bytes
+    let expected = try whole.finish().bytes
     if layout != .rgba {
       // What every whole-image resize runs.
       #expect(Resampler.resize(source, width: dw, height: dh).bytes == expected)
@@ -56,7 +56,7 @@ import Testing
       let resampler = StripResampler(
         sourceWidth: w, sourceHeight: h, layout: layout, width: dw, height: dh)
       Self.feed(source, to: resampler, strip: strip)
-      let result = resampler.finish()
+      let result = try resampler.finish()
       #expect(
         Self.differences(result.bytes, expected) == 0, "\(layout) \(w)x\(h)→\(dw)x\(dh) in strips of \(strip)"
       )
@@ -68,7 +68,7 @@ import Testing
   ])
   func aCropWindowGivesWhatResizingTheCroppedImageGives(
     crop: (Int, Int, Int, Int, Int, Int)
-  ) {
+  ) throws {
     let (x, y, cw, ch, dw, dh) = crop
     let source = PixelFixtures.noise(width: 300, height: 211, layout: .rgb, seed: 5, padding: 1)
     let expected = Resampler.resize(
@@ -77,10 +77,10 @@ import Testing
       sourceWidth: 300, sourceHeight: 211, layout: .rgb,
       window: .init(x: Double(x), y: Double(y), width: Double(cw), height: Double(ch)), width: dw, height: dh)
     Self.feed(source, to: resampler, strip: 16)
-    #expect(Self.differences(resampler.finish().bytes, expected.bytes) == 0, "\(crop)")
+    #expect(Self.differences(try resampler.finish().bytes, expected.bytes) == 0, "\(crop)")
   }
 
-  @Test func croppedAwayRowsAndColumnsAreNeverRead() {
+  @Test func croppedAwayRowsAndColumnsAreNeverRead() throws {
     // The same picture inside two different surroundings; the window sees only the picture.
     let picture = PixelFixtures.noise(width: 120, height: 80, layout: .gray, seed: 9)
     func framed(_ fill: UInt8) -> PixelBuffer {
@@ -104,13 +104,13 @@ import Testing
       for first in stride(from: 16, to: 112, by: 16) {
         resampler.consume(Self.rows(image, first, 16), at: first)
       }
-      results.append(resampler.finish().bytes)
+      results.append(try resampler.finish().bytes)
     }
     #expect(Self.differences(results[0], results[1]) == 0)
     #expect(Self.differences(results[0], Resampler.resize(picture, width: 37, height: 23).bytes) == 0)
   }
 
-  @Test func aTallImageFedInStripsHoldsOnlyAFewRows() {
+  @Test func aTallImageFedInStripsHoldsOnlyAFewRows() throws {
     // 8 000 rows in strips of 64, with and without the box stage: what is kept between strips
     // is a window's worth of rows, never the image.
     for (width, height, dw, dh) in [(300, 8000, 150, 2667), (300, 8000, 30, 800)] {
@@ -122,8 +122,23 @@ import Testing
       #expect(
         resampler.peakHeldRows < 100, "\(width)x\(height)→\(dw)x\(dh): \(resampler.peakHeldRows) rows held")
       #expect(
-        Self.differences(resampler.finish().bytes, Resampler.resize(source, width: dw, height: dh).bytes) == 0
+        Self.differences(try resampler.finish().bytes, Resampler.resize(source, width: dw, height: dh).bytes)
+          == 0
       )
+    }
+  }
+
+  @Test func rowsThatNeverArriveAreReportedAsCorruptNotACrash() {
+    // A tile decoder that runs out of tiles two thirds of the way down.
+    let source = PixelFixtures.noise(width: 64, height: 96, layout: .gray, seed: 4)
+    let resampler = StripResampler(sourceWidth: 64, sourceHeight: 96, layout: .gray, width: 16, height: 24)
+    resampler.consume(Self.rows(source, 0, 64), at: 0)
+    #expect(!resampler.isComplete)
+    #expect(throws: PipelineError.self) { try resampler.finish() }
+    do {
+      _ = try resampler.finish()
+    } catch {
+      #expect(error.code == "corrupt")
     }
   }
 }
