@@ -154,10 +154,8 @@ enum YCbCrConverter {
     let b = SIMD8<Int16>(truncatingIfNeeded: cb) &- 128
     let r = SIMD8<Int16>(truncatingIfNeeded: cr) &- 128
     let shift = SIMD8<Int32>(repeating: Int32(Coefficients.bits))
-    let zero = SIMD8<Int16>.zero
-    let top = SIMD8<Int16>(repeating: 255)
     func narrow(_ v: SIMD8<Int32>) -> SIMD8<Int16> {
-      SIMD8<Int16>(truncatingIfNeeded: v &>> shift).clamped(lowerBound: zero, upperBound: top)
+      SIMD8<Int16>(truncatingIfNeeded: v &>> shift).clampedToByte
     }
     let red = narrow(luma &+ product(r, k.redCr))
     let green = narrow(luma &+ product(b, k.greenCb) &+ product(r, k.greenCr))
