@@ -32,6 +32,9 @@ extension Application {
       for (tenant, seconds) in tenantRetention where seconds <= 0 {
         throw ConfigurationError("storage.tenantRetention: \(tenant) must be a positive number of seconds")
       }
+      guard pipelineDeadline > 0, pipelineDeadline <= 86_400 else {
+        throw ConfigurationError("pipeline.deadline must be more than 0 and at most 86400 seconds")
+      }
       do { _ = try Pipeline(configuration: pipelineConfiguration()) } catch {
         throw ConfigurationError("pipeline: \(error)")
       }
@@ -43,7 +46,7 @@ extension Application {
       config.maxEdge = maxEdge
       config.quality = quality
       config.limits.maxInputBytes = maxUploadBytes
-      config.deadline = .nanoseconds(Int64((pipelineDeadline * 1e9).rounded()))
+      config.deadline = .seconds(min(max(pipelineDeadline, 0), 86_400))
       return config
     }
   }

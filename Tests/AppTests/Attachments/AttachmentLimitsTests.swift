@@ -64,9 +64,9 @@ struct AttachmentLimitsTests {
     #expect(reply.code == "deadline_exceeded")
     #expect(reply.headers["retry-after"] == "5")
     #expect(try service.store.statistics().attachments == 0)
-    // The worker, the upload slot and the decode memory are all given back.
+    // The worker and the upload slot are given back (the decode memory too: the budget is
+    // process-wide here, shared with tests running alongside, so DeadlineTests checks that).
     #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 0 })
-    #expect(service.pipeline.configuration.memoryBudget.inUse == 0)
     #expect(try server.upload(file: Self.file).status == 201)
   }
 
@@ -159,6 +159,8 @@ struct AttachmentLimitsTests {
     #expect(throws: ConfigurationError.self) {
       try ConfigurationLoader.applyEnvironment(["ATTACHD_PIPELINE_DEADLINE": "0"], to: &bad)
     }
+    try ConfigurationLoader.applyEnvironment(["ATTACHD_PIPELINE_DEADLINE": "1e12"], to: &bad)
+    #expect(throws: ConfigurationError.self) { try bad.validate() }
   }
 
   @Test func anEmptySigningSecretMeansUnset() throws {
