@@ -185,6 +185,10 @@ public struct ConfigurationKey: Sendable {
     .integer(
       "uploads.quality", env: "ATTACHD_JPEG_QUALITY", flag: nil, summary: "JPEG quality of stored images",
       range: 1...100, \.attachments.quality),
+    .seconds(
+      "pipeline.deadline", env: "ATTACHD_PIPELINE_DEADLINE", flag: nil,
+      summary: "seconds one image may take in the pipeline (→ 503 deadline_exceeded)",
+      \.attachments.pipelineDeadline),
     .integer(
       "attachments.cacheMaxAge", env: "ATTACHD_CACHE_MAX_AGE", flag: nil,
       summary: "Cache-Control max-age of a served image, s", range: 0...31_536_000, \.attachments.cacheMaxAge),

@@ -70,7 +70,12 @@ public enum ErrorTable {
   }
 
   static func publicError(for error: PipelineError) -> PublicError {
-    switch error.code {
+    publicError(forPipelineCode: error.code)
+  }
+
+  // By code: `PipelineError.Kind` is the pipeline's own (the App matches on the stable codes).
+  static func publicError(forPipelineCode code: String) -> PublicError {
+    switch code {
     case "empty": PublicError(status: 400, code: "empty", title: "The upload is empty")
     case "unsupported_format":
       PublicError(status: 415, code: "unsupported_format", title: "Not a supported image format")
@@ -92,6 +97,13 @@ public enum ErrorTable {
       PublicError(
         status: 503, code: "memory_budget", title: "Server busy with other images",
         headers: ["Retry-After": String(retryAfterSeconds)])
+    case "deadline_exceeded":
+      PublicError(
+        status: 503, code: "deadline_exceeded", title: "The image took too long to process",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    // The client has hung up and will not read this; the status (nginx's "client closed
+    // request") is for the access log and the metrics.
+    case "cancelled": PublicError(status: 499, code: "cancelled", title: "Client closed the request")
     default: PublicError(status: 500, code: "internal", title: "The image could not be processed")
     }
   }

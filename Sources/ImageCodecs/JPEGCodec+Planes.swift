@@ -58,13 +58,14 @@ extension JPEGCodec {
     return YCbCrPlanes(luma: buffer(0, y), cb: buffer(1, cb), cr: buffer(2, cr), subsampling: factors)
   }
 
-  /// RGB pixels from planes subsampled by 1 or 2 on each side (2 only on an even side, with
-  /// the chroma exactly half the luma there), with TurboJPEG's JFIF colour conversion and its
-  /// smooth upsampling.
+  /// RGB pixels from JFIF planes (BT.601 full range, centred chroma) subsampled by 1 or 2 on
+  /// each side (2 only on an even side, with the chroma exactly half the luma there), with
+  /// TurboJPEG's colour conversion; each chroma sample covers its luma samples (no smoothing).
   public static func rgb(from planes: YCbCrPlanes) throws -> PixelBuffer {
     let (h, v) = planes.subsampling
     let exact =
-      [1, 2].contains(h) && [1, 2].contains(v) && planes.width % h == 0 && planes.height % v == 0
+      planes.isJFIF && [1, 2].contains(h) && [1, 2].contains(v) && planes.width % h == 0
+      && planes.height % v == 0
       && (planes.cb.width, planes.cb.height) == (planes.width / h, planes.height / v)
     let samp: TJSAMP
     switch exact ? [h, v] : [] {
@@ -75,7 +76,7 @@ extension JPEGCodec {
     default:
       throw CodecError(
         .internal, codec: codec,
-        "rgb(from:): chroma \(planes.cb.width)x\(planes.cb.height) subsampled \(h)x\(v) for luma \(planes.width)x\(planes.height)"
+        "rgb(from:): \(planes.isJFIF ? "" : "non-JFIF ")chroma \(planes.cb.width)x\(planes.cb.height) subsampled \(h)x\(v) for luma \(planes.width)x\(planes.height)"
       )
     }
     let (width, height) = (planes.width, planes.height)

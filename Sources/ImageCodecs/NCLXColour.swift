@@ -4,7 +4,7 @@ public struct NCLXColour: Sendable, Hashable {
   public var colourPrimaries: Int
   /// Transfer characteristics: 13 sRGB, 1/6/14/15 BT.709-like, 16 PQ, 18 HLG, 2 unspecified.
   public var transferCharacteristics: Int
-  /// Matrix coefficients (used by libheif for YCbCr → RGB, not by us).
+  /// Matrix coefficients: how the coded Y′CbCr encodes RGB (see `ycbcrMatrix`).
   public var matrixCoefficients: Int
   /// Full-range (not video-range) samples.
   public var fullRange: Bool
@@ -16,4 +16,10 @@ public struct NCLXColour: Sendable, Hashable {
     self.matrixCoefficients = matrixCoefficients
     self.fullRange = fullRange
   }
+
+  /// The Y′CbCr matrix `matrixCoefficients` names, nil when it is not a Kr/Kb matrix.
+  public var ycbcrMatrix: YCbCrMatrix? { YCbCrMatrix(h273: matrixCoefficients) }
+
+  /// The sample range `fullRange` names.
+  public var ycbcrRange: YCbCrRange { fullRange ? .full : .limited }
 }

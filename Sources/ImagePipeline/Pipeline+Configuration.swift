@@ -10,6 +10,12 @@ extension Pipeline {
     public var heifThreads = 1
     /// Rewrite fitting sRGB/untagged JPEGs with `tjTransform` instead of re-encoding them.
     public var losslessJPEG = true
+    /// How long one image may take, from the start of `process`: past it the run stops at its
+    /// next check (between steps, between tiles or strips) with `deadline_exceeded`. 30 s is
+    /// several times the slowest legitimate input here (the 200 MP HEIC, about 3.5 s of CPU on one
+    /// core) even with every worker busy, yet answers before the common 60 s proxy and client
+    /// timeouts, so a client hears 503 + Retry-After instead of a dropped connection.
+    public var deadline: Duration = .seconds(30)
     /// The budget decodes reserve their estimated memory from.
     public var memoryBudget: MemoryBudget = .shared
     /// Whether YCbCr JPEGs are decoded, resized and oriented as planes (see `YCbCrPlanes`);
@@ -28,6 +34,9 @@ extension Pipeline {
       }
       guard (1...64).contains(heifThreads) else {
         throw ConfigurationError("heifThreads must be 1…64 (is \(heifThreads))")
+      }
+      guard deadline > .zero else {
+        throw ConfigurationError("deadline must be positive (is \(deadline))")
       }
       if let problem = limits.validate() { throw ConfigurationError(problem) }
     }

@@ -14,6 +14,8 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
     case corrupt
     case truncated
     case memoryBudget = "memory_budget"
+    case deadlineExceeded = "deadline_exceeded"
+    case cancelled
     case `internal`
   }
 
@@ -36,7 +38,7 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
   public static let allCodes: [String] = [
     Kind.empty, .unsupportedFormat, .unsupportedJPEGPrecision, .animatedUnsupported, .tooLargeBytes,
     .pixelLimit, .dimensionLimit, .tooManyItems, .metadataTooLarge, .corrupt, .truncated, .memoryBudget,
-    .internal,
+    .deadlineExceeded, .cancelled, .internal,
   ].map(\.rawValue)
 
   public var description: String {
@@ -52,6 +54,12 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
   }
   static func truncated(_ reason: String, detail: String? = nil) -> PipelineError {
     PipelineError(.truncated, reason, detail: detail)
+  }
+  static func deadlineExceeded() -> PipelineError {
+    PipelineError(.deadlineExceeded, "processing the image took longer than the pipeline deadline")
+  }
+  static func cancelled() -> PipelineError {
+    PipelineError(.cancelled, "processing was cancelled by its caller")
   }
   static func `internal`(_ reason: String, detail: String? = nil) -> PipelineError {
     PipelineError(.internal, reason, detail: detail)

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import ImagePipeline
 import Server
 import Testing
 
@@ -25,6 +26,17 @@ import Testing
     #expect(entry.code == code)
     #expect(entry.headers.first(name: "Allow") == allow)
     #expect(entry.headers.first(name: "Retry-After") == retryAfter)
+  }
+
+  @Test func everyPipelineCodeHasItsOwnRow() {
+    // A new pipeline code without a row would reach clients as a 500.
+    for code in PipelineError.allCodes where code != "internal" {
+      #expect(ErrorTable.publicError(forPipelineCode: code).code == code, "\(code)")
+    }
+    let overdue = ErrorTable.publicError(forPipelineCode: "deadline_exceeded")
+    #expect(overdue.status == 503 && overdue.headers.first(name: "Retry-After") == "5")
+    let gone = ErrorTable.publicError(forPipelineCode: "cancelled")
+    #expect(gone.status == 499 && gone.headers.first(name: "Retry-After") == nil)
   }
 
   @Test func unknownErrorsAreInternalAndTheirTextStaysInTheLog() throws {

@@ -6,11 +6,25 @@ import Testing
 @Suite struct PipelineStepTests {
   @Test func stepsRunInTheDocumentedOrder() {
     #expect(
-      Pipeline.steps.map(\.name) == [
-        "sniff", "header", "lossless-jpeg", "reserve-memory", "decode", "flatten-alpha", "resize", "orient",
-        "merge-planes", "colour", "encode", "verify",
+      Pipeline.standardPath.map(\.name) == [
+        "sniff", "header", "reserve-memory", "decode", "flatten-alpha", "resize", "orient", "merge-planes",
+        "colour", "encode", "verify",
       ])
-    #expect(Pipeline.steps.filter(\.afterOutput).map(\.name) == ["verify"])
+  }
+
+  @Test func theLosslessRouteIsDecidedFromTheHeadersAlone() throws {
+    func route(_ input: [UInt8], maxEdge: Int = 2048) throws -> Pipeline.Route {
+      var configuration = Pipeline.Configuration()
+      configuration.maxEdge = maxEdge
+      var c = PipelineContext(input: input, configuration: configuration)
+      for step in Pipeline.inspection { try step.run(&c) }
+      #expect(c.pixels == nil && c.planes == nil && c.output == nil)
+      return Pipeline.route(c)
+    }
+    let jpeg = try Fixtures.jpeg(Fixtures.quadrants(width: 32, height: 32), orientation: 6)
+    #expect(try route(jpeg) == .lossless(.rot90))
+    #expect(try route(jpeg, maxEdge: 16) == .standard)  // must be resized
+    #expect(try route(Fixtures.png(Fixtures.quadrants(width: 32, height: 32))) == .standard)
   }
 
   @Test func sniffAndHeaderStepsDecideEverythingBeforeDecoding() throws {
@@ -28,7 +42,7 @@ import Testing
     configuration.maxEdge = 60
     let input = Fixtures.png(Fixtures.quadrants(width: 300, height: 100), orientation: 6)
     var c = PipelineContext(input: input, configuration: configuration)
-    for step in Pipeline.steps.prefix(5) { try step.run(&c) }
+    for step in Pipeline.standardPath.prefix(4) { try step.run(&c) }
     #expect(c.outputSize == (20, 60) && c.storedOutputSize == (60, 20))
     try ResizeStep.run(&c)
     #expect(c.pixels?.width == 60 && c.pixels?.height == 20)
@@ -38,7 +52,7 @@ import Testing
 
   @Test func timingsCoverEveryStepThatRan() throws {
     let result = try Pipeline().process(Fixtures.png(Fixtures.quadrants(width: 40, height: 40)))
-    #expect(result.timings.map(\.stage) == Pipeline.steps.map(\.name))
+    #expect(result.timings.map(\.stage) == Pipeline.standardPath.map(\.name))
     let lossless = try Pipeline().process(
       try Fixtures.jpeg(Fixtures.quadrants(width: 32, height: 32), orientation: 1))
     #expect(

@@ -132,7 +132,7 @@ import Testing
     var configuration = Pipeline.Configuration()
     configuration.losslessJPEG = false
     var c = PipelineContext(input: input, configuration: configuration)
-    for step in Pipeline.steps.prefix(while: { $0.name != "resize" }) { try step.run(&c) }
+    for step in Pipeline.standardPath.prefix(while: { $0.name != "resize" }) { try step.run(&c) }
     #expect(c.planes == nil && c.pixels != nil)
     let (planar, rgb) = try Self.outputs(input)
     #expect(planar.bytes == rgb.bytes)
@@ -166,7 +166,7 @@ import Testing
     var configuration = Pipeline.Configuration()
     configuration.maxEdge = 30
     var c = PipelineContext(input: colour, configuration: configuration)
-    for step in Pipeline.steps.prefix(while: { $0.name != "merge-planes" }) { try step.run(&c) }
+    for step in Pipeline.standardPath.prefix(while: { $0.name != "merge-planes" }) { try step.run(&c) }
     let planes = try #require(c.planes)
     // 30x23: the odd side keeps its chroma whole.
     #expect((planes.width, planes.height, planes.cb.width, planes.cb.height) == (30, 23, 15, 23))

@@ -19,6 +19,9 @@ extension Application {
     public var maxEdge = 2048
     /// JPEG quality of stored images, 1…100.
     public var quality = 85
+    /// Seconds one image may take in the pipeline before it stops with 503 `deadline_exceeded`
+    /// (see `Pipeline.Configuration.deadline` for why 30).
+    public var pipelineDeadline = 30.0
 
     public init() {}
 
@@ -28,6 +31,9 @@ extension Application {
       }
       for (tenant, seconds) in tenantRetention where seconds <= 0 {
         throw ConfigurationError("storage.tenantRetention: \(tenant) must be a positive number of seconds")
+      }
+      guard pipelineDeadline > 0, pipelineDeadline <= 86_400 else {
+        throw ConfigurationError("pipeline.deadline must be more than 0 and at most 86400 seconds")
       }
       do { _ = try Pipeline(configuration: pipelineConfiguration()) } catch {
         throw ConfigurationError("pipeline: \(error)")
@@ -40,6 +46,7 @@ extension Application {
       config.maxEdge = maxEdge
       config.quality = quality
       config.limits.maxInputBytes = maxUploadBytes
+      config.deadline = .seconds(min(max(pipelineDeadline, 0), 86_400))
       return config
     }
   }

@@ -108,8 +108,11 @@ public final class AttachmentService: Sendable {
     }
   }
 
-  /// Runs an upload's images through the pipeline and the store (on a worker thread).
-  func process(_ upload: ReceivedUpload) -> HTTPResponse {
+  /// Runs an upload's images through the pipeline and the store (on a worker thread); the
+  /// pipeline stops between steps and tiles once `cancellation` is cancelled (the client left).
+  func process(_ upload: ReceivedUpload, cancellation: PipelineCancellation = PipelineCancellation())
+    -> HTTPResponse
+  {
     let tenant = upload.request.principal.tenant
     let requestID = upload.request.requestID
     var claimed: String?
@@ -135,9 +138,12 @@ public final class AttachmentService: Sendable {
       var failed = UsageAmount.zero
       response =
         upload.multipart
-        ? multipartResponse(upload.parts, tenant: tenant, owner: owner, requestID: requestID, failed: &failed)
+        ? multipartResponse(
+          upload.parts, tenant: tenant, owner: owner, requestID: requestID, cancellation: cancellation,
+          failed: &failed)
         : singleResponse(
-          upload.parts.first ?? [], tenant: tenant, owner: owner, requestID: requestID, failed: &failed)
+          upload.parts.first ?? [], tenant: tenant, owner: owner, requestID: requestID,
+          cancellation: cancellation, failed: &failed)
       giveBack(failed, of: hold, requestID: requestID)
     }
     if let key = claimed {
@@ -173,9 +179,10 @@ public final class AttachmentService: Sendable {
   }
 
   private func singleResponse(
-    _ bytes: [UInt8], tenant: String, owner: String?, requestID: String, failed: inout UsageAmount
+    _ bytes: [UInt8], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation,
+    failed: inout UsageAmount
   ) -> HTTPResponse {
-    switch processOne(bytes, tenant: tenant, owner: owner, requestID: requestID) {
+    switch processOne(bytes, tenant: tenant, owner: owner, requestID: requestID, cancellation: cancellation) {
     case .failure(let error):
       failed = UsageAmount(files: 1, bytes: bytes.count)
       return problem(error, requestID: requestID)
@@ -193,14 +200,16 @@ public final class AttachmentService: Sendable {
   /// 201 with a list when at least one part was stored (failed parts as problem objects with
   /// their `part` index); when every part failed, the first failure's problem.
   private func multipartResponse(
-    _ parts: [[UInt8]], tenant: String, owner: String?, requestID: String, failed: inout UsageAmount
+    _ parts: [[UInt8]], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation,
+    failed: inout UsageAmount
   ) -> HTTPResponse {
     var out: [UInt8] = [UInt8(ascii: "[")]
     var firstFailure: (any Error)?
     var firstLocation: String?
     for (index, part) in parts.enumerated() {
       if index > 0 { out.append(UInt8(ascii: ",")) }
-      switch processOne(part, tenant: tenant, owner: owner, requestID: requestID) {
+      switch processOne(part, tenant: tenant, owner: owner, requestID: requestID, cancellation: cancellation)
+      {
       case .success(let record):
         firstLocation = firstLocation ?? Application.attachmentsPath + "/" + record.id
         AttachmentJSON.record(record, signedURL: signedURL(for: record), into: &out)
@@ -223,12 +232,13 @@ public final class AttachmentService: Sendable {
       body: .bytes(out))
   }
 
-  /// Pipeline, then store; errors are returned, not thrown, so a multipart upload goes on.
-  private func processOne(_ bytes: [UInt8], tenant: String, owner: String?, requestID: String) -> Result<
-    AttachmentRecord, any Error
-  > {
+  /// Pipeline, then store; errors are returned, not thrown, so a multipart upload goes on. A
+  /// run stopped by its deadline or `cancellation` stores nothing.
+  private func processOne(
+    _ bytes: [UInt8], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation
+  ) -> Result<AttachmentRecord, any Error> {
     do {
-      let image = try pipeline.process(bytes)
+      let image = try pipeline.process(bytes, cancellation: cancellation)
       for timing in image.timings {
         let (seconds, attoseconds) = timing.duration.components
         metrics.recordStage(timing.stage, seconds: Double(seconds) + Double(attoseconds) * 1e-18)

@@ -1,5 +1,6 @@
 import Crypto
 import HTTP
+import ImagePipeline
 import Server
 
 /// Collects one upload body on its event loop: a raw image into one buffer sized from
@@ -87,7 +88,9 @@ final class UploadConsumer: RequestBodyConsumer {
       // The client left while the job waited for a worker: nothing is stored, and nobody is
       // there to answer (a cancelled request's connection is closed; this answer is dropped).
       guard !cancellation.isCancelled else { return Self.abandoned }
-      return service.process(upload)
+      let pipelineCancellation = PipelineCancellation()
+      cancellation.onCancel { pipelineCancellation.cancel() }
+      return service.process(upload, cancellation: pipelineCancellation)
     }
     if !accepted {
       service.queued.subtract(1, ordering: .relaxed)

@@ -1,6 +1,7 @@
 import Foundation
 
-/// `attachd process IN OUT [--max-edge N] [--quality Q]`: the pipeline on one file.
+/// `attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS]`: the pipeline on
+/// one file.
 ///
 /// Exit 0 with the JPEG written atomically (temporary file in the same directory, fsync,
 /// rename), or exit ≠ 0 with no output file and one line on stderr: `attachd: <code>: <reason>`.
@@ -13,7 +14,7 @@ public enum ProcessCLI {
   public static let exitCantCreate: Int32 = 73
   public static let exitTryAgain: Int32 = 75
 
-  static let usage = "usage: attachd process IN OUT [--max-edge N] [--quality Q]"
+  static let usage = "usage: attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS]"
 
   /// Runs the command; `arguments` are those after `process` (a leading `process` is tolerated).
   public static func run(_ arguments: [String], stderr: (String) -> Void = CLIOutput.standardError) -> Int32 {
@@ -30,6 +31,13 @@ public enum ProcessCLI {
           return exitUsage
         }
         if arg == "--max-edge" { configuration.maxEdge = value } else { configuration.quality = value }
+        i += 2
+      } else if arg == "--deadline" {
+        guard i + 1 < args.count, let seconds = Double(args[i + 1]), seconds > 0, seconds.isFinite else {
+          stderr("attachd: usage: --deadline needs a positive number of seconds\n\(usage)")
+          return exitUsage
+        }
+        configuration.deadline = .nanoseconds(Int64((min(seconds, 1e9) * 1e9).rounded()))
         i += 2
       } else if arg.hasPrefix("--") {
         stderr("attachd: usage: unknown option \(arg)\n\(usage)")
@@ -65,11 +73,12 @@ public enum ProcessCLI {
     return 0
   }
 
-  /// Input problems are 65; a full memory budget is temporary (75); anything else internal (70).
+  /// Input problems are 65; a full memory budget or a passed deadline is temporary (75);
+  /// anything else internal (70).
   public static func exitCode(for error: PipelineError) -> Int32 {
     switch error.code {
     case "internal": return exitInternal
-    case "memory_budget": return exitTryAgain
+    case "memory_budget", "deadline_exceeded", "cancelled": return exitTryAgain
     default: return exitBadInput
     }
   }

@@ -24,8 +24,6 @@ enum BoxShrinker {
     let rowSamples = image.width * channels
     let outRowBytes = width * channels
     let count = outRowBytes * height
-    // Column sums of one band of factorY source rows: at most 16 × 255, so 16 bits suffice and
-    // the accumulation runs 8 samples per SSE2 instruction.
     var sums = [UInt16](repeating: 0, count: rowSamples)
     let bytes = [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
       image.bytes.withUnsafeBufferPointer { src in
@@ -36,31 +34,12 @@ enum BoxShrinker {
           for y in 0..<height {
             let top = y * factorY
             let rows = min(factorY, image.height - top)
-            var line = source + top * image.rowBytes
-            for i in 0..<rowSamples { sum[i] = UInt16(line[i]) }
-            for _ in 1..<rows {
-              line += image.rowBytes
-              for i in 0..<rowSamples { sum[i] &+= UInt16(line[i]) }
+            for row in 0..<rows {
+              add(source + (top + row) * image.rowBytes, to: sum, count: rowSamples, first: row == 0)
             }
-            let o = dst + y * outRowBytes
-            for x in 0..<width {
-              let left = x * factorX
-              let columns = min(factorX, image.width - left)
-              let n = UInt64(columns * rows)
-              // (total + n/2) / n by a multiply and shift: exact for every n ≤ 256 and
-              // total ≤ 256 × 255 (checked exhaustively); a division per sample costs more than
-              // the rest of the shrink.
-              let reciprocal = ((1 << 32) + n - 1) / n
-              for c in 0..<channels {
-                var total: UInt64 = n / 2
-                var p = sum + left * channels + c
-                for _ in 0..<columns {
-                  total &+= UInt64(p.pointee)
-                  p += channels
-                }
-                o[x * channels + c] = UInt8(truncatingIfNeeded: (total &* reciprocal) >> 32)
-              }
-            }
+            emit(
+              sum, rows: rows, columns: image.width, factorX: factorX, channels: channels,
+              to: dst + y * outRowBytes)
           }
         }
       }
@@ -68,5 +47,45 @@ enum BoxShrinker {
     }
     return PixelBuffer(
       width: width, height: height, layout: image.layout, bytes: bytes, premultiplied: image.premultiplied)
+  }
+
+  /// Adds one source row to the column sums of its band (`first`: the band's first row, which
+  /// replaces the sums). A band is at most 16 rows of 255, so 16 bits suffice and the
+  /// accumulation runs 8 samples per SSE2 instruction.
+  @inline(__always)
+  static func add(_ line: UnsafePointer<UInt8>, to sum: UnsafeMutablePointer<UInt16>, count: Int, first: Bool)
+  {
+    if first {
+      for i in 0..<count { sum[i] = UInt16(line[i]) }
+    } else {
+      for i in 0..<count { sum[i] &+= UInt16(line[i]) }
+    }
+  }
+
+  /// One output row from the column sums of a band of `rows` rows: each pixel the rounded mean
+  /// of its `factorX` columns (fewer at the right edge) of `columns` source pixels.
+  static func emit(
+    _ sum: UnsafePointer<UInt16>, rows: Int, columns: Int, factorX: Int, channels: Int,
+    to o: UnsafeMutablePointer<UInt8>
+  ) {
+    let width = (columns + factorX - 1) / factorX
+    for x in 0..<width {
+      let left = x * factorX
+      let span = min(factorX, columns - left)
+      let n = UInt64(span * rows)
+      // (total + n/2) / n by a multiply and shift: exact for every n ≤ 256 and
+      // total ≤ 256 × 255 (checked exhaustively); a division per sample costs more than
+      // the rest of the shrink.
+      let reciprocal = ((1 << 32) + n - 1) / n
+      for c in 0..<channels {
+        var total: UInt64 = n / 2
+        var p = sum + left * channels + c
+        for _ in 0..<span {
+          total &+= UInt64(p.pointee)
+          p += channels
+        }
+        o[x * channels + c] = UInt8(truncatingIfNeeded: (total &* reciprocal) >> 32)
+      }
+    }
   }
 }

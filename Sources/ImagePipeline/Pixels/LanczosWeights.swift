@@ -32,35 +32,37 @@ struct LanczosWeights: Sendable {
   /// The real-valued, normalised weights of one destination index: first source index and taps.
   /// Pixel i covers [i, i + 1); the kernel is stretched by the scale when shrinking, and taps
   /// that would fall outside the image are dropped and the rest renormalised (no edge smear).
-  /// `extent` is how many source samples the destination spans (default: all of them); a
-  /// chroma plane whose last sample hangs over an odd edge spans half a sample less.
+  /// `extent` is how many source samples the destination spans (default: all of them) and
+  /// `offset` where it starts (default 0): a chroma plane whose last sample hangs over an odd
+  /// edge spans half a sample less; a cropped or co-sited one starts part-way into a sample.
   static func window(
-    _ index: Int, source: Int, destination: Int, extent: Double? = nil
+    _ index: Int, source: Int, destination: Int, extent: Double? = nil, offset: Double = 0
   ) -> (start: Int, taps: [Double]) {
     let scale = (extent ?? Double(source)) / Double(destination)
     let filterScale = max(scale, 1)
     let support = lobes * filterScale
-    let center = (Double(index) + 0.5) * scale
-    let first = max(0, Int((center - support + 0.5).rounded(.down)))
+    let center = offset + (Double(index) + 0.5) * scale
+    let first = min(source - 1, max(0, Int((center - support + 0.5).rounded(.down))))
     let end = min(source, Int((center + support + 0.5).rounded(.down)))
     var taps = (first..<max(end, first + 1)).map { kernel((Double($0) - center + 0.5) / filterScale) }
     let total = taps.reduce(0, +)
     if total == 0 {
       // Unreachable for a Lanczos window that contains its centre, but keep a defined answer.
       taps = [Double](repeating: 0, count: taps.count)
-      taps[min(taps.count - 1, max(0, Int(center) - first))] = 1
+      taps[min(taps.count - 1, max(0, Int(center.rounded(.down)) - first))] = 1
       return (first, taps)
     }
     return (first, taps.map { $0 / total })
   }
 
-  init(source: Int, destination: Int, extent: Double? = nil) {
+  init(source: Int, destination: Int, extent: Double? = nil, offset: Double = 0) {
     precondition(source > 0 && destination > 0, "LanczosWeights: empty axis")
-    precondition(extent.map { $0 > 0 && $0 <= Double(source) } ?? true, "LanczosWeights: bad extent")
+    precondition(extent.map { $0 > 0 && $0.isFinite } ?? true, "LanczosWeights: bad extent")
+    precondition(offset.isFinite, "LanczosWeights: bad offset")
     self.source = source
     self.destination = destination
     let windows = (0..<destination).map {
-      LanczosWeights.window($0, source: source, destination: destination, extent: extent)
+      LanczosWeights.window($0, source: source, destination: destination, extent: extent, offset: offset)
     }
     var starts = [Int32](repeating: 0, count: destination)
     var counts = [Int32](repeating: 0, count: destination)
@@ -97,10 +99,12 @@ struct LanczosWeights: Sendable {
 
   /// The weights for `source` → `destination`, shared: a service sees the same few photo sizes
   /// over and over, and building a table costs as much as a tenth of resizing a 12 MP photo.
-  static func cached(source: Int, destination: Int, extent: Double? = nil) -> LanczosWeights {
-    let key = CacheKey(source: source, destination: destination, extent: extent)
+  static func cached(
+    source: Int, destination: Int, extent: Double? = nil, offset: Double = 0
+  ) -> LanczosWeights {
+    let key = CacheKey(source: source, destination: destination, extent: extent, offset: offset)
     if let hit = cache.value(for: key) { return hit }
-    let built = LanczosWeights(source: source, destination: destination, extent: extent)
+    let built = LanczosWeights(source: source, destination: destination, extent: extent, offset: offset)
     cache.store(built, for: key)
     return built
   }
@@ -109,6 +113,7 @@ struct LanczosWeights: Sendable {
     var source: Int
     var destination: Int
     var extent: Double?
+    var offset: Double
   }
 
   // Each table is at most a few hundred KiB.

@@ -1,7 +1,8 @@
 import ImageCodecs
 
-/// Converts to sRGB through the embedded ICC profile with lcms2, on the resized image (the
-/// fewest pixels). Untagged input is sRGB and is left alone.
+/// Converts to sRGB from the colour the decoder reported, on the resized image (the fewest
+/// pixels); the one place pixels change colour space (a CMYK JPEG's profile is applied by its
+/// decoder, which then reports sRGB). Untagged pixels are sRGB and are left alone.
 enum ColourStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
     var pixels = try c.requirePixels()
@@ -10,14 +11,7 @@ enum ColourStep {
     c.pixels = nil
     // The outcome says why a profile was ignored (unreadable, wrong colour space); the pixels are
     // then treated as sRGB, as browsers do.
-    if let profile = c.iccProfile {
-      _ = ColourTransform.toSRGB(&pixels, iccProfile: profile)
-    } else if let nclx = c.nclx {
-      let colour = NCLXColour(
-        colourPrimaries: nclx.primaries, transferCharacteristics: nclx.transfer,
-        matrixCoefficients: nclx.matrix, fullRange: nclx.fullRange)
-      _ = ColourTransform.toSRGB(&pixels, nclx: colour)
-    }
+    _ = ColourTransform.toSRGB(&pixels, from: c.colour)
     c.pixels = pixels
   }
 }

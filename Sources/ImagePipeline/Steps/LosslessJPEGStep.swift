@@ -4,13 +4,19 @@ import ImageCodecs
 /// or untagged, and needs no rotation or one `tjTransform` does perfectly, is rewritten with
 /// `tjTransform` + `TJXOPT_COPYNONE` (no metadata copied) instead of being decoded and re-encoded.
 enum LosslessJPEGStep {
-  static func run(_ c: inout PipelineContext) throws(PipelineError) {
+  /// The transform that makes this input's output losslessly, or nil when the standard path
+  /// must run: the whole decision, from the headers alone (`Pipeline.route`).
+  static func operation(for c: PipelineContext) -> JPEGCodec.Operation? {
     guard c.configuration.losslessJPEG, let header = c.header, let info = header.jpeg, isEligible(info, c)
-    else { return }
-    guard let codecInfo = try? JPEGCodec.readHeader(c.input) else { return }
+    else { return nil }
+    guard let codecInfo = try? JPEGCodec.readHeader(c.input) else { return nil }
     let operation = operation(for: c.orientation.apply)
-    guard JPEGCodec.isPerfect(operation, for: codecInfo) else { return }
-    // Anything the transform refuses falls through to the decode path, which reports properly.
+    return JPEGCodec.isPerfect(operation, for: codecInfo) ? operation : nil
+  }
+
+  /// Rewrites the input with `operation`. Anything the transform refuses leaves no output, and
+  /// the standard path then runs and reports properly.
+  static func run(_ c: inout PipelineContext, operation: JPEGCodec.Operation) {
     guard let output = try? JPEGCodec.transform(c.input, operation: operation, perfectOnly: true) else {
       return
     }
@@ -25,8 +31,11 @@ enum LosslessJPEGStep {
       info.adobeTransform == nil || info.adobeTransform == 1,
       c.outputSize == c.displaySize, !info.iccProfileBroken
     else { return false }
-    guard let profile = info.iccProfile else { return true }
-    return ColourTransform.describe(iccProfile: profile)?.description.hasPrefix("sRGB") == true
+    switch c.declaredColour {
+    case .untagged: return true
+    case .icc: return c.colourProfileDescription?.hasPrefix("sRGB") == true
+    case .nclx: return false
+    }
   }
 
   static func operation(for orientation: Orientation) -> JPEGCodec.Operation {

@@ -4,6 +4,8 @@ import ImageCodecs
 struct PipelineContext {
   let input: [UInt8]
   let configuration: Pipeline.Configuration
+  /// Where the run stops early (cancelled, past its deadline).
+  let checkpoint: Checkpoint
   var format: SniffedFormat = .unknown
   var header: ImageHeader?
   var orientation = OrientationDecision(
@@ -11,21 +13,24 @@ struct PipelineContext {
   /// Upright size of the input, and the output size (display size fitted into `maxEdge`).
   var displaySize = (width: 0, height: 0)
   var outputSize = (width: 0, height: 0)
-  /// The colour profile to convert from after decoding (ICC bytes), and its description.
-  var iccProfile: [UInt8]?
-  var nclx: (primaries: Int, transfer: Int, matrix: Int, fullRange: Bool)?
+  /// The colour the file declares (header step) and its description for the record.
+  var declaredColour = ColourDescription.untagged
   var colourProfileDescription: String?
+  /// The colour of the decoded samples, as their decoder reported it: what the colour step
+  /// converts to sRGB from.
+  var colour = ColourDescription.untagged
   var reservation: MemoryBudget.Reservation?
   var pixels: PixelBuffer?
-  /// A YCbCr JPEG's planes, from decoding until `merge-planes` turns them into `pixels`.
+  /// Y′CbCr planes, from decoding until `merge-planes` turns them into `pixels`.
   var planes: YCbCrPlanes?
   /// Set once the output exists; later pixel steps then have nothing to do.
   var output: [UInt8]?
   var losslessTransform = false
 
-  init(input: [UInt8], configuration: Pipeline.Configuration) {
+  init(input: [UInt8], configuration: Pipeline.Configuration, checkpoint: Checkpoint = .never) {
     self.input = input
     self.configuration = configuration
+    self.checkpoint = checkpoint
   }
 
   /// The header, which every step after `header` may rely on.
@@ -37,6 +42,13 @@ struct PipelineContext {
   func requirePixels() throws(PipelineError) -> PixelBuffer {
     guard let pixels else { throw .internal("step order: no pixels yet") }
     return pixels
+  }
+
+  /// What the decoder is given (after the header step).
+  func decodeRequest() throws(PipelineError) -> DecodeRequest {
+    DecodeRequest(
+      input: input, header: try requireHeader(), declaredColour: declaredColour, target: storedOutputSize,
+      orientation: orientation, configuration: configuration, checkpoint: checkpoint)
   }
 
   /// The output size in stored orientation: what decoding and resizing aim for before orienting.

@@ -1,9 +1,10 @@
 /// Reserves the decode's estimated peak memory from the process-wide budget before decoding.
 enum ReserveMemoryStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
-    let header = try c.requireHeader()
+    let request = try c.decodeRequest()
+    let decoder = DecodeStep.decoder(for: request.header, configuration: c.configuration)
     let estimate = MemoryEstimate.bytes(
-      for: header, decodeSize: DecodeStep.decodeSize(c), output: c.outputSize,
+      for: request.header, decodeSize: decoder.plannedSize(request), output: c.outputSize,
       heifAppliesTransforms: !c.orientation.ignoreHEIFTransformations)
     c.reservation = try c.configuration.memoryBudget.reserve(estimate)
   }

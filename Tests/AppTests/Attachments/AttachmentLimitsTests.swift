@@ -54,6 +54,22 @@ struct AttachmentLimitsTests {
     #expect(try service.store.statistics().attachments == 1)
   }
 
+  @Test func anUploadPastItsDeadlineAnswers503WithRetryAfterAndStoresNothing() throws {
+    // libheif takes well over 50 ms on the iPhone photo; the pipeline stops when it returns.
+    let server = try AttachmentServer { $0.attachments.pipelineDeadline = 0.05 }
+    defer { server.stop() }
+    let service = try #require(server.app.attachments)
+    let reply = try server.upload(file: UploadClientTests.corpusPath("heic-iphonexs-irot-exif6-gps.heic"))
+    #expect(reply.status == 503)
+    #expect(reply.code == "deadline_exceeded")
+    #expect(reply.headers["retry-after"] == "5")
+    #expect(try service.store.statistics().attachments == 0)
+    // The worker and the upload slot are given back (the decode memory too: the budget is
+    // process-wide here, shared with tests running alongside, so DeadlineTests checks that).
+    #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 0 })
+    #expect(try server.upload(file: Self.file).status == 201)
+  }
+
   @Test func theRateLimitRefusesWith429AndRetryAfterOnceTheBurstIsSpent() throws {
     let server = try AttachmentServer {
       $0.limits.rate.requestsPerSecond = 0.01
@@ -125,7 +141,7 @@ struct AttachmentLimitsTests {
         "ATTACHD_MAX_UPLOAD_BYTES": "1048576", "ATTACHD_MAX_PARTS": "3", "ATTACHD_CACHE_MAX_AGE": "60",
         "ATTACHD_RETENTION": "86400", "ATTACHD_TENANT_RETENTION": #"{"acme": 3600}"#,
         "ATTACHD_SWEEP_INTERVAL": "120", "ATTACHD_RATE_LIMIT": "2.5", "ATTACHD_SIGNED_LINK_TTL": "60",
-        "ATTACHD_MAX_EDGE": "1024", "ATTACHD_JPEG_QUALITY": "80",
+        "ATTACHD_MAX_EDGE": "1024", "ATTACHD_JPEG_QUALITY": "80", "ATTACHD_PIPELINE_DEADLINE": "2.5",
       ], to: &config)
     try config.validate()
     #expect(config.attachments.maxUploadBytes == 1_048_576)
@@ -137,6 +153,14 @@ struct AttachmentLimitsTests {
     #expect(config.signing.ttlSeconds == 60)
     #expect(config.attachments.pipelineConfiguration().maxEdge == 1024)
     #expect(config.attachments.pipelineConfiguration().limits.maxInputBytes == 1_048_576)
+    #expect(config.attachments.pipelineConfiguration().deadline == .milliseconds(2500))
+    #expect(Application.Configuration().attachments.pipelineConfiguration().deadline == .seconds(30))
+    var bad = Application.Configuration()
+    #expect(throws: ConfigurationError.self) {
+      try ConfigurationLoader.applyEnvironment(["ATTACHD_PIPELINE_DEADLINE": "0"], to: &bad)
+    }
+    try ConfigurationLoader.applyEnvironment(["ATTACHD_PIPELINE_DEADLINE": "1e12"], to: &bad)
+    #expect(throws: ConfigurationError.self) { try bad.validate() }
   }
 
   @Test func anEmptySigningSecretMeansUnset() throws {
