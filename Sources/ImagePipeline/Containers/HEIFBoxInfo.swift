@@ -39,6 +39,12 @@ public struct HEIFBoxInfo: Sendable {
   /// Offsets of the type field of `iref` entries of type `auxl`/`cdsc` with more than one target.
   public var multiTargetReferenceOffsets: [Int] = []
   public var metadata = MetadataInventory()
+  /// How to decode the primary image, when the reader could plan it.
+  public var plan: HEIFDecodePlan?
+  /// Why no decoder can show the file, when the reader refused it (then `plan` is nil).
+  public var refusal: HEIFRefusal?
+  /// Further four-character renames the libheif path needs (see `HEIFReferencePatch`).
+  public var libheifRenames: [HEIFReferencePatch.Rename] = []
 
   /// Whether `miaf` is the major or a compatible brand.
   public var hasMIAFBrand: Bool {
