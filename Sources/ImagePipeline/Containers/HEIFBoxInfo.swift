@@ -52,7 +52,24 @@ public struct HEIFBoxInfo: Sendable {
     return majorBrand == miaf || compatibleBrands.contains(miaf)
   }
 
-  public var hasRotationOrMirror: Bool { rotationCCW != 0 || mirrorAxis != nil }
+  /// Whether the primary is rotated or mirrored (by the plan's transforms when there is a plan:
+  /// those of an `iden` and its source; else by its own `irot`/`imir`).
+  public var hasRotationOrMirror: Bool {
+    guard let plan else { return rotationCCW != 0 || mirrorAxis != nil }
+    return plan.transforms.contains { transform in
+      switch transform {
+      case .rotateCCW(let degrees): return degrees % 360 != 0
+      case .mirrorHorizontal, .mirrorVertical: return true
+      case .cleanAperture: return false
+      }
+    }
+  }
+
+  /// The orientation HEIF's transforms amount to, as an EXIF orientation.
+  var transformOrientation: Orientation {
+    guard let plan else { return Orientation(heifRotationCCW: rotationCCW, mirrorAxis: mirrorAxis) }
+    return plan.geometry(width: plan.storedSize.width, height: plan.storedSize.height).orientation
+  }
 
   public var iccProfile: [UInt8]? {
     for case .icc(let profile) in colour { return profile }
@@ -64,8 +81,11 @@ public struct HEIFBoxInfo: Sendable {
     return nil
   }
 
-  /// Size after clap and irot (what libheif returns with transformations applied).
+  /// Size after clap, irot and imir (what libheif returns with transformations applied): the
+  /// plan's display size, which follows the coded size and every transform in order; without a
+  /// plan, `ispe` with the integer clap size and irot.
   public var transformedSize: (width: Int, height: Int) {
+    if let plan { return (plan.displaySize.width, plan.displaySize.height) }
     let (w, h) = cleanAperture ?? (width, height)
     return rotationCCW % 180 == 90 ? (h, w) : (w, h)
   }

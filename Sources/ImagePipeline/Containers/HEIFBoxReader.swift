@@ -118,7 +118,6 @@ public enum HEIFBoxReader {
   {
     let children = try boxes(r, from: meta.body + 4, to: meta.end)
     func child(_ type: StaticString) -> Box? { children.first { $0.type == FourCC(type) } }
-    file.hasMeta = true
     guard let pitm = child("pitm") else { throw isSequence(file) ? .imageSequence : .noPrimaryItem }
     let pitmVersion = r.u8(pitm.body) ?? 0
     guard let primary = pitmVersion == 0 ? r.u16(pitm.body + 4).map(UInt32.init) : r.u32(pitm.body + 4)

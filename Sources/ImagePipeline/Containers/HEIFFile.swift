@@ -35,7 +35,6 @@ struct HEIFFile {
   var majorBrand = FourCC(0, 0, 0, 0)
   var compatibleBrands: [FourCC] = []
   var hasMovie = false
-  var hasMeta = false
   var primaryItemID: UInt32?
   /// Items declared by `iinf` (its count field, or the entries when there are more).
   var declaredItemCount = 0
@@ -48,8 +47,6 @@ struct HEIFFile {
   var locationFailure: String?
   var idat: Box?
   var properties = HEIFBoxReader.Properties()
-  /// Whether `iprp` was read without error (`propertyFailure` says why not).
-  var propertyFailure: String?
 
   /// References by source item, in file order.
   private(set) var referencesFrom: [UInt32: [Int]] = [:]

@@ -75,9 +75,6 @@ enum HEIFPlanReader {
     guard let primaryItem = file.items[primary] else {
       throw HEIFRefusal(.corrupt, "the primary item \(primary) is not described in iinf")
     }
-    if let failure = file.propertyFailure {
-      throw HEIFRefusal(.corrupt, "the item properties are malformed: \(failure)")
-    }
     var notes: [String] = []
     if primaryItem.isHidden { notes.append("the primary item is marked hidden") }
 
