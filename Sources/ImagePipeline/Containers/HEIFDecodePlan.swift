@@ -96,6 +96,18 @@ public struct HEIFImagePlan: Sendable {
     if case .grid(let grid) = content { return grid }
     return nil
   }
+
+  /// Whether a decoded frame of `size` is what coded item `index` (of `codedItems`) must give:
+  /// a grid tile exactly `tileSize`, a single image exactly `expectedSize` (its SPS size). Any
+  /// other frame fails the decode as corrupt: pasting or resizing it would distort the picture.
+  public func acceptsDecodedFrame(_ size: HEIFSize, atIndex index: Int) -> Bool {
+    guard index >= 0, index < codedItems.count else { return false }
+    switch content {
+    case .coded(let item): return size == item.expectedSize
+    case .grid(let grid): return size == grid.tileSize
+    case .other: return false
+    }
+  }
 }
 
 /// A coded image item (`hvc1`, `av01`, …): where its bitstream is and how it is configured.

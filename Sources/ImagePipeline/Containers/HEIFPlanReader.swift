@@ -75,6 +75,11 @@ enum HEIFPlanReader {
     guard let primaryItem = file.items[primary] else {
       throw HEIFRefusal(.corrupt, "the primary item \(primary) is not described in iinf")
     }
+    // A cut upload loses the items stored last, often not the primary's: any item whose data
+    // lies past the end means the file is incomplete (libheif 1.15 reads every item and agrees).
+    for id in file.itemOrder where file.extents(of: id) == .failure(.outOfBounds) {
+      throw HEIFRefusal(.truncated, "the data of item \(id) lies past the end of the file")
+    }
     var notes: [String] = []
     if primaryItem.isHidden { notes.append("the primary item is marked hidden") }
 
