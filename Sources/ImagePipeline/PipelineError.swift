@@ -70,6 +70,7 @@ extension PipelineError {
     case .corrupt: self.init(.corrupt, "the HEIF image is malformed", detail: refusal.reason)
     case .truncated: self.init(.truncated, "the image data ends early", detail: refusal.reason)
     case .tooManyItems: self.init(.tooManyItems, refusal.reason)
+    case .pixelLimit: self.init(.pixelLimit, refusal.reason)
     }
   }
 }

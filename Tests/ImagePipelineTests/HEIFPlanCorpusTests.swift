@@ -41,7 +41,7 @@ struct HEIFPlanCorpusTests {
     "avif-10bit-alpha.avif": "libheif not_hevc",
     "avif-10bit-icc.avif": "libheif not_hevc",
     "avif-iphone-gps-p3.avif": "libheif not_hevc",
-    "avif-bomb-17000x17000.avif": "libheif not_hevc",
+    "avif-bomb-17000x17000.avif": "pixel_limit",
     "avif-truncated.avif": "truncated",
     "avif-sequence-animated-alpha.avifs": "animated_unsupported",
   ]
@@ -118,6 +118,17 @@ struct HEIFPlanCorpusTests {
     // (truncated), top = 103 + 721/2 − 384/2 = 271.5, rounded to 272 as libheif does.
     #expect(geometry.crop.x == 39 && geometry.crop.y == 272)
     #expect(geometry.exifOrientation == 5)
+  }
+
+  @Test func codedPicturesOverThePixelLimitAreRefusedWhateverTheGridSays() throws {
+    var limits = Limits()
+    limits.maxPixels = 47 * 512 * 512
+    let info = try HEIFBoxReader.read(try corpusBytes("heic-iphonexs-irot-exif6-gps.heic"), limits: limits)
+    #expect(info.refusal?.kind == .pixelLimit)
+    limits.maxPixels = 48 * 512 * 512
+    #expect(
+      try HEIFBoxReader.read(try corpusBytes("heic-iphonexs-irot-exif6-gps.heic"), limits: limits).plan != nil
+    )
   }
 
   @Test func truncatedFileIsRefusedEvenWhenThePrimaryIsWhole() throws {

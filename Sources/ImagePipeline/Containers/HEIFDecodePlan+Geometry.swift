@@ -73,20 +73,41 @@ extension HEIFCleanAperture {
   }
 
   // Integer division truncates toward zero in Swift as in C, so these match libheif's Fraction.
+  // Every product is checked: the fields are 32-bit, and a crafted box must not trap.
   private static func edges(size: Int, n: UInt32, d: UInt32, offN: Int32, offD: UInt32, roundFirst: Bool)
     -> (Int, Int)?
   {
     let n = Int64(n)
     let d = Int64(d)
+    let offD = Int64(offD)
     // first = offset + (size − 1)/2 − (clean − 1)/2 over the common denominator 2·d·offD.
-    let denominator = 2 * d * Int64(offD)
-    let numerator = Int64(offN) * 2 * d + Int64(size - 1) * d * Int64(offD) - (n - d) * Int64(offD)
-    let first = roundFirst ? (numerator + denominator / 2) / denominator : numerator / denominator
-    let last = (n - d + first * d + d / 2) / d
+    guard let denominator = product(2, d, offD), let a = product(Int64(offN), 2, d),
+      let b = product(Int64(size - 1), d, offD), let c = product(n - d, offD)
+    else { return nil }
+    let (ab, o1) = a.addingReportingOverflow(b)
+    let (numerator, o2) = ab.subtractingReportingOverflow(c)
+    guard !o1, !o2 else { return nil }
+    let (rounded, o3) = numerator.addingReportingOverflow(denominator / 2)
+    guard !o3 else { return nil }
+    let first = roundFirst ? rounded / denominator : numerator / denominator
+    guard let firstD = product(first, d) else { return nil }
+    let (sum, o4) = (n - d + d / 2).addingReportingOverflow(firstD)
+    guard !o4 else { return nil }
+    let last = sum / d
     let low = max(0, first)
     let high = min(Int64(size - 1), last)
     guard low <= high else { return nil }
     return (Int(low), Int(high))
+  }
+
+  private static func product(_ values: Int64...) -> Int64? {
+    var result: Int64 = 1
+    for value in values {
+      let (p, overflow) = result.multipliedReportingOverflow(by: value)
+      if overflow { return nil }
+      result = p
+    }
+    return result
   }
 }
 

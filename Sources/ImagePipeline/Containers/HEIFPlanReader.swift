@@ -11,6 +11,8 @@ public struct HEIFRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     case truncated
     /// More items or tiles than the limits allow: `too_many_items`.
     case tooManyItems = "too_many_items"
+    /// Coded pictures larger than the pixel or edge limits (a small grid of huge tiles): `pixel_limit`.
+    case pixelLimit = "pixel_limit"
   }
 
   public var kind: Kind
@@ -138,6 +140,7 @@ enum HEIFPlanReader {
     }
 
     let alpha = try alphaPlan(file, chain: chain, image: image, limits: limits, notes: &notes)
+    for plan in [image] + (alpha.map { [$0.image] } ?? []) { try checkCodedArea(plan, limits: limits) }
     let plan = HEIFDecodePlan(
       primaryItemID: primary, primaryItemType: primaryItem.type, image: image, transforms: transforms,
       colour: colour, bitsPerChannel: bits, alpha: alpha, auxiliaries: auxiliaries(file, chain: chain),
@@ -155,6 +158,26 @@ enum HEIFPlanReader {
     decided.derivationProperties = chain.flatMap { unknownEssential(file, $0) }
     decided.path = HEIFPathRule.decide(plan)
     return decided
+  }
+
+  /// Refuses an image whose coded pictures add up to more than the pixel limit, or one of them
+  /// wider or taller than the edge limit: what a decoder allocates is the coded size, which a
+  /// grid's output size does not bound (one tile of 60000×60000 can make a 1×1 output).
+  static func checkCodedArea(_ image: HEIFImagePlan, limits: Limits) throws(HEIFRefusal) {
+    var total = 0
+    for item in image.codedItems {
+      let size = item.expectedSize
+      guard size.width <= limits.maxDimension, size.height <= limits.maxDimension else {
+        throw HEIFRefusal(
+          .pixelLimit, "the image is coded as \(size), over the \(limits.maxDimension)-pixel edge limit")
+      }
+      total += size.width * size.height
+      guard total <= limits.maxPixels else {
+        throw HEIFRefusal(
+          .pixelLimit,
+          "the image is coded in \(total / 1_000_000)+ MP, over the \(limits.maxPixels / 1_000_000) MP limit")
+      }
+    }
   }
 
   /// Refuses an item with an essential property that neither decoder implements.
