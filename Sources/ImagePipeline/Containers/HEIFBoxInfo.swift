@@ -13,7 +13,8 @@ public struct HEIFBoxInfo: Sendable {
   public var primaryItemType: FourCC?
   /// Items listed in `iinf`.
   public var itemCount = 0
-  /// Stored size of the primary image (its `ispe`), before clap/irot/imir.
+  /// Stored size of the primary image (its `ispe`, or its source's coded size when it has none),
+  /// before clap/irot/imir. `plan.storedSize` is the size decoders produce.
   public var width = 0
   public var height = 0
   /// Counter-clockwise rotation of the primary in degrees (0, 90, 180, 270) from `irot`.

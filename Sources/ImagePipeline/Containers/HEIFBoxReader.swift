@@ -85,6 +85,15 @@ public enum HEIFBoxReader {
     switch HEIFPlanReader.plan(file, limits: limits) {
     case .success(let plan):
       info.plan = plan
+      // A primary without `ispe` (an `iden`) has the size of the image it derives from.
+      if info.width == 0 || info.height == 0 {
+        (info.width, info.height) = (plan.storedSize.width, plan.storedSize.height)
+      }
+      // A grid without `colr` takes its first tile's, as libheif does (iPhone 7 Plus).
+      if info.colour.isEmpty {
+        info.colour = plan.colour
+        info.metadata.iccProfile = info.iccProfile != nil
+      }
       info.libheifRenames = HEIFReferencePatch.renames(for: file, plan: plan)
     case .failure(let refusal):
       info.refusal = refusal
