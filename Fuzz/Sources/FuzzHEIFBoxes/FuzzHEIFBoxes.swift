@@ -21,6 +21,7 @@ func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let again = try? HEIFBoxReader.read(patched, limits: limits)
     precondition(again != nil, "the patched file no longer reads")
     precondition(again?.multiTargetReferenceOffsets.isEmpty == true, "multi-target references left")
+    precondition(again?.libheifRenames.isEmpty == true, "data-less items left")
     precondition(again?.width == info.width && again?.height == info.height, "the patch changed the size")
   }
   return 0

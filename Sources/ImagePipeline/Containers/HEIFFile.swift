@@ -13,8 +13,9 @@ struct HEIFFile {
     var contentType = ""
     /// `infe` flags bit 0: not meant to be shown on its own (tiles, auxiliary images).
     var isHidden = false
-    /// Offset of the item's `infe` box (for the libheif patch).
-    var infeOffset = 0
+    /// Offsets of the item's `infe` boxes (for the libheif patch): the first, which describes
+    /// the item, and any later ones repeating its id.
+    var infeOffsets: [Int] = []
   }
 
   struct Location {
@@ -101,7 +102,7 @@ struct HEIFFile {
         continue
       }
       let id = UInt32(truncatingIfNeeded: rawID)
-      var item = Item(type: type, isHidden: flags & 1 == 1, infeOffset: infe.offset)
+      var item = Item(type: type, isHidden: flags & 1 == 1, infeOffsets: [infe.offset])
       if type == FourCC("mime") {
         let nameStart = p + idSize + 6
         if let nameEnd = limited.nulTerminator(from: nameStart) {
@@ -115,6 +116,8 @@ struct HEIFFile {
       if file.items[id] == nil {
         file.items[id] = item
         file.itemOrder.append(id)
+      } else {
+        file.items[id]?.infeOffsets.append(infe.offset)
       }
     }
   }

@@ -10,7 +10,8 @@
 ///   refuses it when one has no `iloc` entry ("Item with ID … has no compressed data"), which an
 ///   `iden` item never needs. Such an item, when the primary image does not use it, has its
 ///   `infe` box renamed to `free` (libheif then does not know the item), and the `iref` entries
-///   pointing at it are renamed to `xref`.
+///   pointing at it from items the primary does not use are renamed to `xref` (the primary's own
+///   references stay whole).
 public enum HEIFReferencePatch {
   /// The type written over the multi-target entries: not a reference type libheif 1.15 reads.
   public static let neutralType = FourCC("xref")
@@ -56,10 +57,10 @@ public enum HEIFReferencePatch {
     for id in file.itemOrder where locations[id] == nil && !used.contains(id) {
       guard let item = file.items[id] else { continue }
       hidden.insert(id)
-      result.append(Rename(offset: item.infeOffset + 4, type: hiddenItemType))
+      for offset in item.infeOffsets { result.append(Rename(offset: offset + 4, type: hiddenItemType)) }
     }
     guard !hidden.isEmpty else { return [] }
-    for ref in file.references where ref.to.contains(where: hidden.contains) {
+    for ref in file.references where ref.to.contains(where: hidden.contains) && !used.contains(ref.from) {
       let renamedAlready = ref.to.count > 1 && (ref.type == FourCC("auxl") || ref.type == FourCC("cdsc"))
       if !renamedAlready { result.append(Rename(offset: ref.typeOffset, type: neutralType)) }
     }
