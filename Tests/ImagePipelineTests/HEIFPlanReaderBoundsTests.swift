@@ -91,4 +91,15 @@ import Testing
       }
     }
   }
+
+  @Test func cleanApertureOutsideTheImageIsCorrupt() throws {
+    #expect(throws: HEIFRefusal.self) {
+      try HEIFPlanReader.checkCleanApertures(
+        [.rotateCCW(90), HEIFGeometryTests.clap(3, 3, dx: 100)], size: HEIFSize(width: 64, height: 48))
+    }
+    #expect(throws: Never.self) {
+      try HEIFPlanReader.checkCleanApertures(
+        [.rotateCCW(90), HEIFGeometryTests.clap(3, 3, dx: 20)], size: HEIFSize(width: 64, height: 48))
+    }
+  }
 }

@@ -128,6 +128,8 @@ enum HEIFPlanReader {
     var transforms: [HEIFTransform] = []
     for item in chain.reversed() { transforms += try self.transforms(file, item) }
 
+    try checkCleanApertures(transforms, size: image.expectedSize)
+
     var colour: [HEIFBoxInfo.Colour] = []
     for item in chain + [image.codedItems.first?.itemID].compactMap({ $0 }) where colour.isEmpty {
       colour = file.properties.of(item).filter { $0.type == FourCC("colr") }.compactMap {
@@ -158,6 +160,26 @@ enum HEIFPlanReader {
     decided.derivationProperties = chain.flatMap { unknownEssential(file, $0) }
     decided.path = HEIFPathRule.decide(plan)
     return decided
+  }
+
+  /// Refuses a `clap` that keeps nothing of the image it applies to (libheif: "invalid clean
+  /// aperture"), following the size through the transforms before it.
+  static func checkCleanApertures(_ transforms: [HEIFTransform], size: HEIFSize) throws(HEIFRefusal) {
+    var shown = (width: size.width, height: size.height)
+    for transform in transforms {
+      switch transform {
+      case .rotateCCW(let degrees) where degrees % 180 == 90:
+        shown = (shown.height, shown.width)
+      case .cleanAperture(let clap):
+        guard let kept = clap.rectangle(width: shown.width, height: shown.height) else {
+          throw HEIFRefusal(
+            .corrupt, "the clean aperture lies outside the \(shown.width)x\(shown.height) image")
+        }
+        shown = (kept.width, kept.height)
+      default:
+        break
+      }
+    }
   }
 
   /// Refuses an image whose coded pictures add up to more than the pixel limit, or one of them
