@@ -65,3 +65,20 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
     PipelineError(.internal, reason, detail: detail)
   }
 }
+
+extension PipelineError {
+  /// The HEIF plan reader's refusal as a pipeline error.
+  init(_ refusal: HEIFRefusal) {
+    switch refusal.kind {
+    case .imageSequence:
+      self.init(.animatedUnsupported, "HEIF image sequences (animations) are not supported")
+    case .unsupported:
+      self.init(
+        .unsupportedFormat, "the HEIF image uses a feature that is not supported", detail: refusal.reason)
+    case .corrupt: self.init(.corrupt, "the HEIF image is malformed", detail: refusal.reason)
+    case .truncated: self.init(.truncated, "the image data ends early", detail: refusal.reason)
+    case .tooManyItems: self.init(.tooManyItems, refusal.reason)
+    case .pixelLimit: self.init(.pixelLimit, refusal.reason)
+    }
+  }
+}

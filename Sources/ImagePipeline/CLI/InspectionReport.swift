@@ -24,6 +24,23 @@ public struct InspectionReport: Sendable, Encodable {
     let auxiliaryImages: Int
     let thumbnails: Int
     let ignoresTransformations: Bool
+    let plan: PlanReport?
+  }
+
+  /// What the HEIF reader planned for the primary image and which decoder takes it.
+  struct PlanReport: Encodable {
+    let path: String
+    let fallbackReason: String?
+    let image: String
+    let codedSize: Size
+    let tiles: Int?
+    let tileSize: Size?
+    let codec: String?
+    let transforms: [String]
+    let alpha: String?
+    let auxiliaries: [String]
+    let toneMaps: Int
+    let notes: [String]
   }
 
   let format: String

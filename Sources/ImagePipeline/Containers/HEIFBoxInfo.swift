@@ -13,7 +13,8 @@ public struct HEIFBoxInfo: Sendable {
   public var primaryItemType: FourCC?
   /// Items listed in `iinf`.
   public var itemCount = 0
-  /// Stored size of the primary image (its `ispe`), before clap/irot/imir.
+  /// Stored size of the primary image (its `ispe`, or its source's coded size when it has none),
+  /// before clap/irot/imir. `plan.storedSize` is the size decoders produce.
   public var width = 0
   public var height = 0
   /// Counter-clockwise rotation of the primary in degrees (0, 90, 180, 270) from `irot`.
@@ -39,6 +40,12 @@ public struct HEIFBoxInfo: Sendable {
   /// Offsets of the type field of `iref` entries of type `auxl`/`cdsc` with more than one target.
   public var multiTargetReferenceOffsets: [Int] = []
   public var metadata = MetadataInventory()
+  /// How to decode the primary image, when the reader could plan it.
+  public var plan: HEIFDecodePlan?
+  /// Why no decoder can show the file, when the reader refused it (then `plan` is nil).
+  public var refusal: HEIFRefusal?
+  /// Further four-character renames the libheif path needs (see `HEIFReferencePatch`).
+  public var libheifRenames: [HEIFReferencePatch.Rename] = []
 
   /// Whether `miaf` is the major or a compatible brand.
   public var hasMIAFBrand: Bool {
@@ -46,7 +53,24 @@ public struct HEIFBoxInfo: Sendable {
     return majorBrand == miaf || compatibleBrands.contains(miaf)
   }
 
-  public var hasRotationOrMirror: Bool { rotationCCW != 0 || mirrorAxis != nil }
+  /// Whether the primary is rotated or mirrored (by the plan's transforms when there is a plan:
+  /// those of an `iden` and its source; else by its own `irot`/`imir`).
+  public var hasRotationOrMirror: Bool {
+    guard let plan else { return rotationCCW != 0 || mirrorAxis != nil }
+    return plan.transforms.contains { transform in
+      switch transform {
+      case .rotateCCW(let degrees): return degrees % 360 != 0
+      case .mirrorHorizontal, .mirrorVertical: return true
+      case .cleanAperture: return false
+      }
+    }
+  }
+
+  /// The orientation HEIF's transforms amount to, as an EXIF orientation.
+  var transformOrientation: Orientation {
+    guard let plan else { return Orientation(heifRotationCCW: rotationCCW, mirrorAxis: mirrorAxis) }
+    return plan.geometry(width: plan.storedSize.width, height: plan.storedSize.height).orientation
+  }
 
   public var iccProfile: [UInt8]? {
     for case .icc(let profile) in colour { return profile }
@@ -58,8 +82,11 @@ public struct HEIFBoxInfo: Sendable {
     return nil
   }
 
-  /// Size after clap and irot (what libheif returns with transformations applied).
+  /// Size after clap, irot and imir (what libheif returns with transformations applied): the
+  /// plan's display size, which follows the coded size and every transform in order; without a
+  /// plan, `ispe` with the integer clap size and irot.
   public var transformedSize: (width: Int, height: Int) {
+    if let plan { return (plan.displaySize.width, plan.displaySize.height) }
     let (w, h) = cleanAperture ?? (width, height)
     return rotationCCW % 180 == 90 ? (h, w) : (w, h)
   }

@@ -1,18 +1,42 @@
 extension HEIFBoxReader {
-  /// The `ipco` property boxes and the `ipma` associations of each item (1-based indices).
+  /// One `ipma` association: a 1-based index into `ipco` and whether it is marked essential.
+  struct Association: Equatable {
+    let index: Int
+    let essential: Bool
+  }
+
+  /// The `ipco` property boxes and the `ipma` associations of each item, in association order.
   struct Properties {
     var boxes: [Box] = []
-    var associations: [UInt32: [Int]] = [:]
+    var associations: [UInt32: [Association]] = [:]
 
+    /// An item's properties in `ipma` order; index 0 ("none") and indices past `ipco` are left out.
     func of(_ item: UInt32) -> [Box] {
-      (associations[item] ?? []).compactMap { index in
-        index >= 1 && index <= boxes.count ? boxes[index - 1] : nil
-      }
+      (associations[item] ?? []).compactMap { self[$0] }
+    }
+
+    /// An item's properties with their essential flags, in `ipma` order.
+    func associated(with item: UInt32) -> [(box: Box, essential: Bool)] {
+      (associations[item] ?? []).compactMap { a in self[a].map { ($0, a.essential) } }
+    }
+
+    /// Whether one of the item's associations names a property that does not exist.
+    func hasDanglingAssociation(_ item: UInt32) -> Bool {
+      (associations[item] ?? []).contains { $0.index > boxes.count }
+    }
+
+    subscript(_ association: Association) -> Box? {
+      association.index >= 1 && association.index <= boxes.count ? boxes[association.index - 1] : nil
+    }
+
+    /// The first property of `type` associated with `item`.
+    func first(_ type: FourCC, of item: UInt32) -> Box? {
+      of(item).first { $0.type == type }
     }
 
     /// The URN of an item's `auxC` property.
     func auxiliaryType(of item: UInt32, _ r: ByteReader) -> String? {
-      guard let auxC = of(item).first(where: { $0.type == FourCC("auxC") }) else { return nil }
+      guard let auxC = first(FourCC("auxC"), of: item) else { return nil }
       let limited = ByteReader(r.bytes, limit: auxC.end)
       let start = auxC.body + 4
       let end = limited.nulTerminator(from: start) ?? auxC.end
@@ -21,29 +45,36 @@ extension HEIFBoxReader {
     }
   }
 
-  static func readProperties(_ r: ByteReader, _ iprp: Box) throws(Failure) -> Properties {
+  /// Most property boxes read from `ipco`: `ipma` indices are at most 15 bits, so later boxes
+  /// cannot be associated with anything.
+  static let maxProperties = 0x7FFF
+
+  static func readProperties(_ r: ByteReader, _ iprp: Box, maxItems: Int) throws(Failure) -> Properties {
     var properties = Properties()
     let children = try boxes(r, from: iprp.body, to: iprp.end)
     if let ipco = children.first(where: { $0.type == FourCC("ipco") }) {
-      properties.boxes = try boxes(r, from: ipco.body, to: ipco.end)
+      properties.boxes = try boxes(r, from: ipco.body, to: ipco.end, max: maxProperties)
     }
     for ipma in children where ipma.type == FourCC("ipma") {
       let b = ByteReader(r.bytes, limit: ipma.end)
       guard let version = b.u8(ipma.body), let flags = b.u24(ipma.body + 1), let count = b.u32(ipma.body + 4)
       else { throw .badBox("ipma") }
+      if count > UInt32(clamping: maxItems) { throw .tooManyItems(Int(count)) }
       let idSize = version < 1 ? 2 : 4
       let indexSize = flags & 1 == 1 ? 2 : 1
+      let essentialBit: UInt64 = indexSize == 2 ? 0x8000 : 0x80
       var p = ipma.body + 8
       for _ in 0..<count {
         guard let id = b.uint(p, size: idSize), let n = b.u8(p + idSize) else { throw .badBox("ipma") }
         p += idSize + 1
-        var indices: [Int] = []
+        guard b.has(p, Int(n) * indexSize) else { throw .badBox("ipma") }
+        var list: [Association] = []
         for _ in 0..<Int(n) {
-          guard let raw = b.uint(p, size: indexSize) else { throw .badBox("ipma") }
-          indices.append(Int(raw & (indexSize == 2 ? 0x7FFF : 0x7F)))
+          let raw = b.uint(p, size: indexSize) ?? 0
+          list.append(Association(index: Int(raw & (essentialBit - 1)), essential: raw & essentialBit != 0))
           p += indexSize
         }
-        properties.associations[UInt32(truncatingIfNeeded: id), default: []].append(contentsOf: indices)
+        properties.associations[UInt32(truncatingIfNeeded: id), default: []].append(contentsOf: list)
       }
     }
     return properties
@@ -72,17 +103,7 @@ extension HEIFBoxReader {
           info.cleanAperture = (Int(values[0] / values[1]), Int(values[2] / values[3]))
         }
       case FourCC("colr"):
-        guard let kind = b.fourCC(box.body) else { break }
-        if kind == FourCC("nclx"), let p = b.u16(box.body + 4), let t = b.u16(box.body + 6),
-          let m = b.u16(box.body + 8), let f = b.u8(box.body + 10)
-        {
-          info.colour.append(
-            .nclx(primaries: Int(p), transfer: Int(t), matrix: Int(m), fullRange: f & 0x80 != 0))
-        } else if kind == FourCC("rICC") || kind == FourCC("prof"),
-          let profile = b.slice(box.body + 4, box.end - box.body - 4)
-        {
-          info.colour.append(.icc(Array(profile)))
-        }
+        if let colour = colour(b, box) { info.colour.append(colour) }
       case FourCC("pixi"):
         if let channels = b.u8(box.body + 4), channels > 0, let depth = b.u8(box.body + 5) {
           info.bitDepth = Int(depth)
@@ -91,5 +112,21 @@ extension HEIFBoxReader {
         break
       }
     }
+  }
+
+  /// A `colr` box: nclx, or an ICC profile (`prof` or `rICC`).
+  static func colour(_ b: ByteReader, _ box: Box) -> HEIFBoxInfo.Colour? {
+    guard let kind = b.fourCC(box.body) else { return nil }
+    if kind == FourCC("nclx"), let p = b.u16(box.body + 4), let t = b.u16(box.body + 6),
+      let m = b.u16(box.body + 8), let f = b.u8(box.body + 10)
+    {
+      return .nclx(primaries: Int(p), transfer: Int(t), matrix: Int(m), fullRange: f & 0x80 != 0)
+    }
+    if kind == FourCC("rICC") || kind == FourCC("prof"),
+      let profile = b.slice(box.body + 4, box.end - box.body - 4)
+    {
+      return .icc(Array(profile))
+    }
+    return nil
   }
 }

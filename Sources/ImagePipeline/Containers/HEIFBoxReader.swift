@@ -7,6 +7,10 @@ public enum HEIFBoxReader {
     case noMeta
     case noPrimaryItem
     case badBox(String)
+    /// An image sequence (a `moov` track, `msf1`/`hevc`/`avis` brands) without a primary item.
+    case imageSequence
+    /// More items (or `ipma`/`iloc` entries) than `Limits.maxHEIFItems`.
+    case tooManyItems(Int)
   }
 
   /// Bytes of an Exif item read at most; IFD0 sits at the start of real files.
@@ -21,29 +25,12 @@ public enum HEIFBoxReader {
     let end: Int
   }
 
-  struct Location {
-    var constructionMethod = 0
-    var baseOffset: UInt64 = 0
-    var extents: [(offset: UInt64, length: UInt64)] = []
-  }
-
-  struct Reference {
-    let type: FourCC
-    let typeOffset: Int
-    let from: UInt32
-    let to: [UInt32]
-  }
-
-  struct Item {
-    var type = FourCC(0, 0, 0, 0)
-    var contentType = ""
-  }
-
-  /// Iterates the boxes in `[start, end)`; stops at the first box that does not fit.
-  static func boxes(_ r: ByteReader, from start: Int, to end: Int) throws(Failure) -> [Box] {
+  /// Iterates the boxes in `[start, end)`, at most `max` of them; throws at the first box that
+  /// does not fit.
+  static func boxes(_ r: ByteReader, from start: Int, to end: Int, max: Int = .max) throws(Failure) -> [Box] {
     var result: [Box] = []
     var offset = start
-    while offset < end {
+    while offset < end && result.count < max {
       guard end - offset >= 8, let size32 = r.u32(offset), let type = r.fourCC(offset + 4) else {
         throw .badBox("truncated box header")
       }
@@ -66,11 +53,13 @@ public enum HEIFBoxReader {
     return result
   }
 
-  /// Reads the file's structure. Throws when it is not ISOBMFF or has no usable `meta`.
-  public static func read(_ bytes: [UInt8]) throws(Failure) -> HEIFBoxInfo {
+  /// Reads the file's structure and plans the decoding of its primary image. Throws when it is
+  /// not ISOBMFF, has no usable `meta`, or is an image sequence; a plan the reader refuses is
+  /// returned in `HEIFBoxInfo.refusal`.
+  public static func read(_ bytes: [UInt8], limits: Limits = Limits()) throws(Failure) -> HEIFBoxInfo {
     let r = ByteReader(bytes)
     guard r.fourCC(4) == FourCC("ftyp") else { throw .notHEIF }
-    var info = HEIFBoxInfo()
+    var file = HEIFFile(reader: r)
     let top: [Box]
     do {
       top = try boxes(r, from: 0, to: bytes.count)
@@ -81,16 +70,40 @@ public enum HEIFBoxReader {
     guard let ftyp = top.first, ftyp.type == FourCC("ftyp"), ftyp.end - ftyp.body >= 8 else {
       throw .notHEIF
     }
-    info.majorBrand = r.fourCC(ftyp.body)!
+    file.majorBrand = r.fourCC(ftyp.body)!
     var brandOffset = ftyp.body + 8
     while brandOffset + 4 <= ftyp.end, let brand = r.fourCC(brandOffset) {
-      info.compatibleBrands.append(brand)
+      file.compatibleBrands.append(brand)
       brandOffset += 4
     }
-    info.hasMovie = top.contains { $0.type == FourCC("moov") }
-    guard let meta = top.first(where: { $0.type == FourCC("meta") }) else { throw .noMeta }
-    try readMeta(r, meta, into: &info)
+    file.hasMovie = top.contains { $0.type == FourCC("moov") }
+    guard let meta = top.first(where: { $0.type == FourCC("meta") }) else {
+      throw isSequence(file) ? .imageSequence : .noMeta
+    }
+    try readMeta(r, meta, into: &file, limits: limits)
+    var info = makeInfo(file)
+    switch HEIFPlanReader.plan(file, limits: limits) {
+    case .success(let plan):
+      info.plan = plan
+      // A primary without `ispe` (an `iden`) has the size of the image it derives from.
+      if info.width == 0 || info.height == 0 {
+        (info.width, info.height) = (plan.storedSize.width, plan.storedSize.height)
+      }
+      // A grid without `colr` takes its first tile's, as libheif does (iPhone 7 Plus).
+      if info.colour.isEmpty {
+        info.colour = plan.colour
+        info.metadata.iccProfile = info.iccProfile != nil
+      }
+      info.libheifRenames = HEIFReferencePatch.renames(for: file, plan: plan)
+    case .failure(let refusal):
+      info.refusal = refusal
+    }
     return info
+  }
+
+  /// Whether the file is an image sequence: a movie box or a sequence brand.
+  static func isSequence(_ file: HEIFFile) -> Bool {
+    file.hasMovie || ["msf1", "hevc", "hevx", "avis"].contains { file.hasBrand(HEIFPlanReader.fourCC($0)) }
   }
 
   private static func boxesUntilFailure(_ r: ByteReader, to end: Int) throws(Failure) -> [Box] {
@@ -109,57 +122,71 @@ public enum HEIFBoxReader {
     return Int(size)
   }
 
-  private static func readMeta(_ r: ByteReader, _ meta: Box, into info: inout HEIFBoxInfo) throws(Failure) {
+  private static func readMeta(_ r: ByteReader, _ meta: Box, into file: inout HEIFFile, limits: Limits)
+    throws(Failure)
+  {
     let children = try boxes(r, from: meta.body + 4, to: meta.end)
     func child(_ type: StaticString) -> Box? { children.first { $0.type == FourCC(type) } }
-
-    guard let pitm = child("pitm") else { throw .noPrimaryItem }
+    guard let pitm = child("pitm") else { throw isSequence(file) ? .imageSequence : .noPrimaryItem }
     let pitmVersion = r.u8(pitm.body) ?? 0
     guard let primary = pitmVersion == 0 ? r.u16(pitm.body + 4).map(UInt32.init) : r.u32(pitm.body + 4)
     else { throw .badBox("pitm") }
+    file.primaryItemID = primary
+    let maxItems = limits.maxHEIFItems
+    if let iinf = child("iinf") { try HEIFFile.readItemInfo(r, iinf, into: &file, maxItems: maxItems) }
+    if let iref = child("iref") {
+      try HEIFFile.readReferences(r, iref, into: &file.references, maxItems: maxItems)
+    }
+    file.indexReferences()
+    if let iprp = child("iprp") { file.properties = try readProperties(r, iprp, maxItems: maxItems) }
+    file.idat = child("idat")
+    do {
+      file.locations = try HEIFFile.readLocations(r, child("iloc"), maxItems: maxItems)
+    } catch .tooManyItems(let count) {
+      throw .tooManyItems(count)
+    } catch {
+      file.locations = nil
+      file.locationFailure = "\(error)"
+    }
+  }
+
+  /// The header facts of the primary image.
+  private static func makeInfo(_ file: HEIFFile) -> HEIFBoxInfo {
+    let r = file.reader
+    var info = HEIFBoxInfo()
+    info.majorBrand = file.majorBrand
+    info.compatibleBrands = file.compatibleBrands
+    info.hasMovie = file.hasMovie
+    guard let primary = file.primaryItemID else { return info }
     info.primaryItemID = primary
-
-    var items: [UInt32: Item] = [:]
-    if let iinf = child("iinf") { try readItemInfo(r, iinf, into: &items, count: &info.itemCount) }
-    info.primaryItemType = items[primary]?.type
-
-    var references: [Reference] = []
-    if let iref = child("iref") { try readReferences(r, iref, into: &references) }
-    for ref in references where ref.to.count > 1 {
+    info.itemCount = file.declaredItemCount
+    info.primaryItemType = file.items[primary]?.type
+    for ref in file.references where ref.to.count > 1 {
       if ref.type == FourCC("auxl") || ref.type == FourCC("cdsc") {
         info.multiTargetReferenceOffsets.append(ref.typeOffset)
       }
     }
-
-    if let iprp = child("iprp") {
-      let properties = try readProperties(r, iprp)
-      apply(properties, to: primary, from: r, into: &info)
-      // An alpha auxiliary image is an item whose auxC names alpha and which refers to the primary.
-      for ref in references where ref.type == FourCC("auxl") && ref.to.contains(primary) {
-        info.auxiliaryCount += 1
-        if properties.auxiliaryType(of: ref.from, r).map(isAlphaURN) == true { info.hasAlpha = true }
-      }
+    apply(file.properties, to: primary, from: r, into: &info)
+    // An alpha auxiliary image is an item whose auxC names alpha and which refers to the primary.
+    for ref in file.references where ref.type == FourCC("auxl") && ref.to.contains(primary) {
+      info.auxiliaryCount += 1
+      if file.properties.auxiliaryType(of: ref.from, r).map(isAlphaURN) == true { info.hasAlpha = true }
     }
-
-    for ref in references where ref.to.contains(primary) {
+    for ref in file.references where ref.to.contains(primary) {
       if ref.type == FourCC("thmb") { info.thumbnailCount += 1 }
     }
     if info.primaryItemType == FourCC("grid") {
-      info.tileCount = references.filter { $0.type == FourCC("dimg") && $0.from == primary }
-        .reduce(0) { $0 + $1.to.count }
+      info.tileCount = file.references(FourCC("dimg"), from: primary).count
     }
 
     // Metadata items: Exif and XMP (mime application/rdf+xml) describing the primary.
-    let described = Set(
-      references.filter { $0.type == FourCC("cdsc") && $0.to.contains(primary) }.map(\.from))
-    var locations: [UInt32: Location]?
-    for (id, item) in items.sorted(by: { $0.key < $1.key }) {
+    let described = Set(file.items(referencing: primary, as: FourCC("cdsc")))
+    for id in file.itemOrder.sorted() {
+      guard let item = file.items[id] else { continue }
       if item.type == FourCC("Exif") {
         info.metadata.exif = true
         guard info.exif == nil, described.contains(id) || described.isEmpty else { continue }
-        if locations == nil { locations = try? readLocations(r, child("iloc")) }
-        let idat = child("idat")
-        if let location = locations?[id], let payload = itemBytes(r, location, idat: idat) {
+        if let payload = file.itemBytes(id, limit: maxExifBytes) {
           info.exif = exifFromItemPayload(payload)
           info.metadata.absorb(info.exif)
         }
@@ -171,6 +198,7 @@ public enum HEIFBoxReader {
     info.metadata.iccProfile = info.iccProfile != nil
     info.metadata.thumbnail = info.thumbnailCount > 0
     info.metadata.auxiliaryImages = info.auxiliaryCount > 0
+    return info
   }
 
   static func isAlphaURN(_ urn: String) -> Bool {
@@ -187,129 +215,4 @@ public enum HEIFBoxReader {
     return EXIFReader.read(ByteReader(payload, start: 4))
   }
 
-  private static func readItemInfo(
-    _ r: ByteReader, _ iinf: Box, into items: inout [UInt32: Item], count: inout Int
-  ) throws(Failure) {
-    guard let version = r.u8(iinf.body) else { throw .badBox("iinf") }
-    let countSize = version == 0 ? 2 : 4
-    guard let declared = r.uint(iinf.body + 4, size: countSize) else { throw .badBox("iinf") }
-    let first = iinf.body + 4 + countSize
-    let entries = try boxes(r, from: first, to: iinf.end)
-    count = max(Int(clamping: declared), entries.count)
-    for infe in entries where infe.type == FourCC("infe") {
-      guard let v = r.u8(infe.body), v >= 2 else { continue }
-      let idSize = v == 2 ? 2 : 4
-      let p = infe.body + 4
-      guard let id = r.uint(p, size: idSize), let type = r.fourCC(p + idSize + 2) else { continue }
-      var item = Item(type: type)
-      if type == FourCC("mime") {
-        let nameStart = p + idSize + 6
-        let limited = ByteReader(r.bytes, limit: infe.end)
-        if let nameEnd = limited.nulTerminator(from: nameStart) {
-          let typeEnd = limited.nulTerminator(from: nameEnd + 1) ?? infe.end
-          if let text = limited.slice(nameEnd + 1, typeEnd - nameEnd - 1) {
-            item.contentType = String(decoding: text, as: UTF8.self)
-          }
-        }
-      }
-      items[UInt32(truncatingIfNeeded: id)] = item
-    }
-  }
-
-  private static func readReferences(_ r: ByteReader, _ iref: Box, into refs: inout [Reference])
-    throws(Failure)
-  {
-    guard let version = r.u8(iref.body) else { throw .badBox("iref") }
-    let idSize = version == 0 ? 2 : 4
-    for entry in try boxes(r, from: iref.body + 4, to: iref.end) {
-      let limited = ByteReader(r.bytes, limit: entry.end)
-      guard let from = limited.uint(entry.body, size: idSize),
-        let count = limited.u16(entry.body + idSize)
-      else { throw .badBox("iref entry") }
-      var to: [UInt32] = []
-      var p = entry.body + idSize + 2
-      for _ in 0..<Int(count) {
-        guard let id = limited.uint(p, size: idSize) else { throw .badBox("iref entry") }
-        to.append(UInt32(truncatingIfNeeded: id))
-        p += idSize
-      }
-      refs.append(
-        Reference(
-          type: entry.type, typeOffset: entry.offset + 4, from: UInt32(truncatingIfNeeded: from), to: to))
-    }
-  }
-
-  static func readLocations(_ r: ByteReader, _ iloc: Box?) throws(Failure) -> [UInt32: Location] {
-    guard let iloc else { return [:] }
-    let b = ByteReader(r.bytes, limit: iloc.end)
-    guard let version = b.u8(iloc.body), let sizes = b.u8(iloc.body + 4), let sizes2 = b.u8(iloc.body + 5)
-    else { throw .badBox("iloc") }
-    let offsetSize = Int(sizes >> 4)
-    let lengthSize = Int(sizes & 0x0F)
-    let baseSize = Int(sizes2 >> 4)
-    let indexSize = version >= 1 ? Int(sizes2 & 0x0F) : 0
-    let idSize = version < 2 ? 2 : 4
-    // Zero-width extents would let a small box declare billions of them.
-    guard offsetSize + lengthSize + indexSize > 0 else { throw .badBox("iloc field sizes") }
-    var p = iloc.body + 6
-    guard let count = b.uint(p, size: idSize) else { throw .badBox("iloc") }
-    p += idSize
-    var result: [UInt32: Location] = [:]
-    for _ in 0..<count {
-      guard let id = b.uint(p, size: idSize) else { throw .badBox("iloc") }
-      p += idSize
-      var location = Location()
-      if version >= 1 {
-        guard let method = b.u16(p) else { throw .badBox("iloc") }
-        location.constructionMethod = Int(method & 0x0F)
-        p += 2
-      }
-      p += 2  // data_reference_index
-      guard let base = b.uint(p, size: baseSize), let extents = b.u16(p + baseSize) else {
-        throw .badBox("iloc")
-      }
-      location.baseOffset = base
-      p += baseSize + 2
-      for _ in 0..<Int(extents) {
-        p += indexSize
-        guard let offset = b.uint(p, size: offsetSize), let length = b.uint(p + offsetSize, size: lengthSize)
-        else { throw .badBox("iloc") }
-        location.extents.append((offset, length))
-        p += offsetSize + lengthSize
-      }
-      result[UInt32(truncatingIfNeeded: id)] = location
-    }
-    return result
-  }
-
-  /// The bytes of one item (file offsets or `idat`), up to `maxExifBytes`; nil when out of bounds.
-  static func itemBytes(_ r: ByteReader, _ location: Location, idat: Box?) -> [UInt8]? {
-    let origin: Int
-    let end: Int
-    switch location.constructionMethod {
-    case 0:
-      origin = 0
-      end = r.bytes.count
-    case 1:
-      guard let idat else { return nil }
-      origin = idat.body
-      end = idat.end
-    default:
-      return nil
-    }
-    var out: [UInt8] = []
-    for extent in location.extents {
-      let (start, overflow) = location.baseOffset.addingReportingOverflow(extent.offset)
-      guard !overflow, start <= UInt64(end - origin) else { return nil }
-      let from = origin + Int(start)
-      // A length of 0 means "to the end of the file".
-      let available = UInt64(end - from)
-      let length = extent.length == 0 ? available : extent.length
-      guard length <= available else { return nil }
-      let take = min(Int(length), maxExifBytes - out.count)
-      out.append(contentsOf: r.bytes[from..<(from + take)])
-      if out.count >= maxExifBytes { break }
-    }
-    return out
-  }
 }

@@ -24,8 +24,11 @@ public struct ImageHeader: Sendable {
   public var isLosslessSource: Bool
   public var metadata: MetadataInventory
 
-  /// Reads the headers of `bytes`, already sniffed as `format`.
-  public static func read(_ bytes: [UInt8], format: SniffedFormat) throws(PipelineError) -> ImageHeader {
+  /// Reads the headers of `bytes`, already sniffed as `format`; `limits` bound what the HEIF
+  /// reader allocates (items, tiles) before it is checked in full by `SecurityChecker`.
+  public static func read(_ bytes: [UInt8], format: SniffedFormat, limits: Limits = Limits())
+    throws(PipelineError) -> ImageHeader
+  {
     switch format {
     case .jpeg:
       let info: JPEGMarkerInfo
@@ -73,15 +76,23 @@ public struct ImageHeader: Sendable {
         metadata: metadata)
     case .heif, .avif:
       let info: HEIFBoxInfo
-      do { info = try HEIFBoxReader.read(bytes) } catch {
+      do { info = try HEIFBoxReader.read(bytes, limits: limits) } catch {
         switch error {
         case .notHEIF: throw .corrupt("the file type box is malformed")
         case .noMeta, .noPrimaryItem: throw .corrupt("the HEIF file has no primary image")
         case .badBox(let what): throw .corrupt("the HEIF boxes are malformed", detail: what)
+        case .imageSequence:
+          throw PipelineError(.animatedUnsupported, "HEIF image sequences (animations) are not supported")
+        case .tooManyItems(let count):
+          throw PipelineError(
+            .tooManyItems, "the HEIF file has \(count) items (limit \(limits.maxHEIFItems))")
         }
       }
+      if let refusal = info.refusal { throw PipelineError(refusal) }
+      // The plan's stored size is the coded size when the SPS says it (an `ispe` can lie).
+      let stored = info.plan?.storedSize ?? HEIFSize(width: info.width, height: info.height)
       return ImageHeader(
-        format: format, width: info.width, height: info.height, container: .heif(info), exif: info.exif,
+        format: format, width: stored.width, height: stored.height, container: .heif(info), exif: info.exif,
         iccProfile: info.iccProfile, hasAlpha: info.hasAlpha, isAnimated: false, isLosslessSource: false,
         metadata: info.metadata)
     case .empty:

@@ -35,7 +35,7 @@ enum OrientationPolicy {
         return OrientationDecision(
           apply: exif.orientation, reported: exif.orientation, source: .exif, ignoreHEIFTransformations: true)
       }
-      let transforms = Orientation(heifRotationCCW: heif.rotationCCW, mirrorAxis: heif.mirrorAxis)
+      let transforms = heif.transformOrientation
       return OrientationDecision(
         apply: .up, reported: transforms, source: heif.hasRotationOrMirror ? .heifTransforms : .none,
         ignoreHEIFTransformations: false)

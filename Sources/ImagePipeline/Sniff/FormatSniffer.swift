@@ -21,7 +21,7 @@ public enum SniffedFormat: String, Sendable, Equatable, CaseIterable {
 /// Recognises formats by magic bytes only; the name and Content-Type of an upload never count.
 public enum FormatSniffer {
   static let heifBrands: Set<FourCC> = [
-    "heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1",
+    "heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "mif2", "msf1",
   ].reduce(into: []) { $0.insert(fourCC($1)) }
   static let videoBrands: Set<FourCC> = [
     "isom", "iso2", "iso3", "iso4", "iso5", "iso6", "mp41", "mp42", "mp71", "avc1", "M4V ", "M4A ", "M4P ",
@@ -68,8 +68,8 @@ public enum FormatSniffer {
     if major == avis { return .avifSequence }
     if major == avif { return .avif }
     if heifBrands.contains(major) {
-      // `mif1`/`msf1` are generic: the compatible brands say which codec.
-      if major == FourCC("mif1") || major == FourCC("msf1") {
+      // `mif1`/`mif2`/`msf1` are generic: the compatible brands say which codec.
+      if major == FourCC("mif1") || major == FourCC("mif2") || major == FourCC("msf1") {
         if compatible.contains(avis) && major == FourCC("msf1") { return .avifSequence }
         if compatible.contains(avif)
           && !compatible.contains(where: { $0 == FourCC("heic") || $0 == FourCC("heix") })

@@ -4,7 +4,7 @@ import ImageCodecs
 /// and records the colour the file declares — all before any pixel is decoded.
 enum HeaderStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
-    let header = try ImageHeader.read(c.input, format: c.format)
+    let header = try ImageHeader.read(c.input, format: c.format, limits: c.configuration.limits)
     try SecurityChecker.checkHeader(header, limits: c.configuration.limits)
     c.header = header
     c.orientation = OrientationPolicy.decide(for: header)
