@@ -24,6 +24,8 @@ let package = Package(
     // giflib ships no pkg-config file on Debian 12; its header is in /usr/include.
     systemLibrary("CGIF", pkgConfig: nil, apt: ["libgif-dev"]),
     systemLibrary("CLCMS2", pkgConfig: "lcms2", apt: ["liblcms2-dev"]),
+    // FFmpeg's HEVC decoder for HEIF tiles; libavutil holds its frames, buffers and log.
+    systemLibrary("CAVCodec", pkgConfig: "libavcodec", apt: ["libavcodec-dev", "libavutil-dev"]),
     systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
     systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     // epoll, eventfd, sendfile, accept4: Linux headers the Glibc module leaves out.
@@ -37,7 +39,9 @@ let package = Package(
     // ImagePipeline: its colour conversion loop is vector code, ~40x slower unoptimised.
     .target(
       name: "ImageCodecs",
-      dependencies: ["CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2"],
+      dependencies: [
+        "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec",
+      ],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // Pure Swift steps: sniff, limits, container parsers, orient, resize, verify.
     // Optimised even in debug builds: the pixel loops (resize, rotate, flatten) are ~50x slower
