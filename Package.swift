@@ -55,7 +55,8 @@ let package = Package(
     .target(name: "Storage", dependencies: ["CSQLite", "Crypto"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     .target(name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto"]),
-    .executableTarget(name: "attachd", dependencies: ["App", "ImagePipeline"]),
+    // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
+    .executableTarget(name: "attachd", dependencies: ["App", "ImagePipeline", "ImageCodecs"]),
 
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -41,6 +41,8 @@ enum CLI {
     case "process": return ProcessCommand.run(rest)
     case "inspect": return InspectCommand.run(rest)
     case "keys": return KeysCommand.run(rest)
+    // Not in the usage: a benchmark for Scripts/bench-hevc, not a user command.
+    case "bench-hevc": return BenchHEVCCommand.run(rest)
     case "--help", "-h", "help":
       print(usage)
       return 0
