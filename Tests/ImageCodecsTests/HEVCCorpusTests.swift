@@ -65,6 +65,23 @@ struct HEVCCorpusTests {
     }
   }
 
+  /// iPhone tiles enable wavefront parallel processing, so slice threads really split them.
+  @Test func wavefrontThreadsDecodeTheSameTiles() throws {
+    let image = try HEIFTileReader(Fixtures.corpus("heic-iphonexs-irot-exif6-gps.heic")).primary()
+    let one = try HEVCDecoder(configurationRecord: image.tiles[0].hvcC)
+    let three = try HEVCDecoder(configurationRecord: image.tiles[0].hvcC, configuration: .init(threads: 3))
+    for tile in image.tiles.prefix(6) {
+      let expected = try one.decodePlanes(tile.sample)
+      let actual = try three.decodePlanes(tile.sample)
+      #expect(actual.planes.luma.bytes == expected.planes.luma.bytes)
+      guard case .ycbcr(let a) = actual.planes, case .ycbcr(let e) = expected.planes else {
+        Issue.record("not YCbCr")
+        return
+      }
+      #expect(a.cb.bytes == e.cb.bytes && a.cr.bytes == e.cr.bytes)
+    }
+  }
+
   @Test func alphaPlaneOfTheTenBitFileDecodesAsMonochrome() throws {
     let bytes = try Fixtures.corpus("heic-alpha-10bit-odd-size.heif")
     let alpha = try #require(try HEIFTileReader(bytes).alpha())
