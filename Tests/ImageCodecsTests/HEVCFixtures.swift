@@ -55,6 +55,12 @@ struct HEVCFixture: CustomTestStringConvertible, Sendable {
       colour: NCLXColour(
         colourPrimaries: 2, transferCharacteristics: 2, matrixCoefficients: 2, fullRange: false),
       chromaLocation: .left),
+    // Matrix 0: libavcodec returns G, B, R planes, which are Y, Cb, Cr for the identity matrix.
+    HEVCFixture(
+      name: "hevc-444-8bit-gbr.heic", width: 32, height: 32, bitDepth: 8, chroma: .yuv444,
+      colour: NCLXColour(
+        colourPrimaries: 2, transferCharacteristics: 2, matrixCoefficients: 0, fullRange: true),
+      chromaLocation: .unspecified),
   ]
 
   /// The fixture's file, read through the test HEIF reader.

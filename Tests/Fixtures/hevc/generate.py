@@ -33,6 +33,8 @@ FIXTURES = [
      "range=limited:colorprim=bt709:transfer=bt709:colormatrix=bt709"),
     ("hevc-400-8bit-odd.heic", 29, 35, "gray", None, 8, "range=full"),
     ("hevc-420-8bit-30x18.heic", 30, 18, "yuv420p", (2, 2), 8, ""),
+    # RGB coded as 4:4:4 with the identity matrix: planes G, B, R carry the Y, Cb, Cr values.
+    ("hevc-444-8bit-gbr.heic", 32, 32, "gbrp", (1, 1), 8, "range=full:colormatrix=gbr"),
     # Item 1: an IDR picture; item 2: a P picture that predicts from it (not a valid HEIF
     # image on its own: the decoder must refuse it without its reference).
     ("hevc-420-8bit-inter.heic", 64, 64, "yuv420p", (2, 2), 8, "", 2),
