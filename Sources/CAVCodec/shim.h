@@ -29,8 +29,10 @@ void attachd_avcodec_log_line(int level, const char *component, const char *mess
 // av_log hands its callback a va_list, which a Swift @convention(c) function can neither take
 // nor format; so the callback is this C function, which formats the message with vsnprintf
 // (cut at 1 KiB) and passes the text to Swift. av_log calls it for every level: the filter
-// against av_log_get_level is ours to do.
+// against av_log_get_level is ours to do. Bits above the low byte of `level` carry a colour
+// (AV_LOG_C), not a level.
 static inline void CAVCodec_logCallback(void *context, int level, const char *format, va_list arguments) {
+  level &= 0xff;
   if (level > av_log_get_level() || format == NULL) return;
   char message[1024];
   if (vsnprintf(message, sizeof message, format, arguments) < 0) return;
