@@ -16,7 +16,7 @@ public struct CodecError: Error, Sendable, Equatable, CustomStringConvertible {
 
   /// What went wrong.
   public let kind: Kind
-  /// The codec that failed ("jpeg", "heif", "png", "webp", "gif", "lcms", "zlib").
+  /// The codec that failed ("jpeg", "heif", "hevc", "png", "webp", "gif", "lcms", "zlib").
   public let codec: String
   /// The C library's message or our own detail; for logs only, never for clients or decisions.
   public let message: String

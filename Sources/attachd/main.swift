@@ -46,6 +46,8 @@ enum CLI {
     case "inspect": return InspectCommand.run(rest)
     case "keys": return KeysCommand.run(rest)
     case "tokens": return TokensCommand.run(rest)
+    // Not in the usage: a benchmark for Scripts/bench-hevc, not a user command.
+    case "bench-hevc": return BenchHEVCCommand.run(rest)
     case "--help", "-h", "help":
       print(usage)
       return 0
