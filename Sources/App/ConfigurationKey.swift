@@ -210,7 +210,7 @@ public struct ConfigurationKey: Sendable {
     .text(
       "log.access", env: "ATTACHD_ACCESS_LOG", flag: "--access-log",
       summary: "access log: stdout, stderr, off or a file path", \.log.access),
-  ]
+  ] + clientKeys
 
   /// The key whose JSON path is `path`.
   public static func named(_ path: String) -> ConfigurationKey? { all.first { $0.path == path } }
