@@ -12,7 +12,8 @@ extension ConfigurationKey {
         config.attachments.publicBaseURL = try PublicBaseURL.normalised(value.text())
       }),
     ConfigurationKey(
-      path: "cors.allowedOrigins", environment: "ATTACHD_CORS_ALLOWED_ORIGINS", flag: nil, defaultText: "none",
+      path: "cors.allowedOrigins", environment: "ATTACHD_CORS_ALLOWED_ORIGINS", flag: nil,
+      defaultText: "none",
       summary: "comma-separated origins whose pages may call attachd (JSON: array of strings)",
       set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
         config.cors.allowedOrigins = try value.listText().split(separator: ",").map {
@@ -77,7 +78,9 @@ extension ConfigurationValue {
         throw ConfigurationError("not valid JSON (expected an object keyed by tenant)")
       }
     }
-    guard case .object(let members) = json else { throw ConfigurationError("expected an object keyed by tenant") }
+    guard case .object(let members) = json else {
+      throw ConfigurationError("expected an object keyed by tenant")
+    }
     return members
   }
 }

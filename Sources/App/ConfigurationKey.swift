@@ -21,7 +21,10 @@ public struct ConfigurationKey: Sendable {
   let set: Setter
 
   /// Every setting, in the order help texts list them.
-  public static let all: [ConfigurationKey] = [
+  public static let all: [ConfigurationKey] = coreKeys + clientKeys
+
+  /// The server, storage, auth, limit, upload and log settings.
+  static let coreKeys: [ConfigurationKey] = [
     .text(
       "server.host", env: "ATTACHD_HOST", flag: "--host", summary: "address to listen on",
       \.server.host),
@@ -210,7 +213,7 @@ public struct ConfigurationKey: Sendable {
     .text(
       "log.access", env: "ATTACHD_ACCESS_LOG", flag: "--access-log",
       summary: "access log: stdout, stderr, off or a file path", \.log.access),
-  ] + clientKeys
+  ]
 
   /// The key whose JSON path is `path`.
   public static func named(_ path: String) -> ConfigurationKey? { all.first { $0.path == path } }

@@ -119,7 +119,8 @@ public struct Pipeline: Sendable {
   public func renditions(
     ofStored jpeg: [UInt8], profiles: [ModelProfile], cancellation: PipelineCancellation? = nil
   ) throws(PipelineError) -> [ProfileRendition] {
-    let checkpoint = Checkpoint(cancellation: cancellation, deadline: ContinuousClock.now + configuration.deadline)
+    let checkpoint = Checkpoint(
+      cancellation: cancellation, deadline: ContinuousClock.now + configuration.deadline)
     return try RenditionStep.fromStored(
       jpeg, profiles: profiles, quality: configuration.quality, budget: configuration.memoryBudget,
       checkpoint: checkpoint)

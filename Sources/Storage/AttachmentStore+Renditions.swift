@@ -18,7 +18,8 @@ extension AttachmentStore {
       let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
       return try index.insertRendition(
         Rendition(
-          attachment: record.id, profile: profile, blob: hash, width: width, height: height, bytes: buffer.count,
+          attachment: record.id, profile: profile, blob: hash, width: width, height: height,
+          bytes: buffer.count,
           createdAt: created), now: now)
     }
   }
@@ -26,7 +27,9 @@ extension AttachmentStore {
   /// The renditions stored for `record`, by profile name.
   public func renditions(of record: AttachmentRecord) throws -> [String: Rendition] {
     var byProfile: [String: Rendition] = [:]
-    for rendition in try index.renditions(ofAttachment: record.id) { byProfile[rendition.profile] = rendition }
+    for rendition in try index.renditions(ofAttachment: record.id) {
+      byProfile[rendition.profile] = rendition
+    }
     return byProfile
   }
 

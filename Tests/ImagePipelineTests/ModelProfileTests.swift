@@ -66,7 +66,8 @@ import Testing
     for (width, height) in sizes {
       for profile in ModelProfile.allCases {
         let size = profile.size(ofStored: width, height)
-        #expect(profile.accepts(width: size.width, height: size.height), "\(profile) \(width)x\(height) → \(size)")
+        #expect(
+          profile.accepts(width: size.width, height: size.height), "\(profile) \(width)x\(height) → \(size)")
         #expect(size.width <= width && size.height <= height && size.width >= 1 && size.height >= 1)
       }
     }
@@ -107,7 +108,8 @@ struct ModelProfileCorpusTests {
       #expect(
         rendition.profile.accepts(width: header.width, height: header.height),
         "\(item.file) \(rendition.profile): \(header.width)x\(header.height)")
-      #expect((rendition.width, rendition.height) == rendition.profile.size(ofStored: result.width, result.height))
+      #expect(
+        (rendition.width, rendition.height) == rendition.profile.size(ofStored: result.width, result.height))
       try JPEGOutputVerifier.verify(rendition.jpeg)
     }
     // A profile without a rendition is one the stored image already satisfies.

@@ -133,11 +133,14 @@ func rendition(
     #expect(try store.read(stored) == bytes)
     #expect(try store.renditions(of: record) == ["anthropic": stored])
     // Made again (two requests at once): the first row stays, the bytes are the same blob.
-    #expect(try store.storeRendition(of: record, profile: "anthropic", bytes: bytes, width: 1238, height: 928) == stored)
+    #expect(
+      try store.storeRendition(of: record, profile: "anthropic", bytes: bytes, width: 1238, height: 928)
+        == stored)
     #expect(try store.delete(tenant: "acme", id: record.id))
     #expect(try !store.blobs.exists(stored.blob))
     #expect(try !store.blobs.exists(record.blob))
-    #expect(try store.storeRendition(of: record, profile: "openai", bytes: bytes, width: 768, height: 576) == nil)
+    #expect(
+      try store.storeRendition(of: record, profile: "openai", bytes: bytes, width: 768, height: 576) == nil)
   }
 
   @Test(arguments: StoreBackend.all)

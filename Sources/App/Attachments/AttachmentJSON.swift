@@ -35,7 +35,8 @@ enum AttachmentJSON {
       object.string("signed_url", view.link(signed + query))
     }
     object.string("profile", view.profile.rawValue)
-    object.optionalInt("estimated_tokens", view.profile.estimatedTokens(width: described.width, height: described.height))
+    object.optionalInt(
+      "estimated_tokens", view.profile.estimatedTokens(width: described.width, height: described.height))
     var profiles = ObjectWriter()
     for profile in ModelProfile.allCases {
       let image = view.image(of: profile)

@@ -18,7 +18,8 @@ extension AttachmentService {
     if SignedURL.isSigned(query: query) {
       // The link is bound to the owner's tenant, which only the index knows.
       return .offload { [self] cancellation in
-        signedImage(head, id: id, query: query, profile: profile, context: context, cancellation: cancellation)
+        signedImage(
+          head, id: id, query: query, profile: profile, context: context, cancellation: cancellation)
       }
     }
     switch access.authorize(head, scope: .read) {
@@ -26,7 +27,8 @@ extension AttachmentService {
     case .success(let principal):
       return .offload { [self] cancellation in
         image(
-          head, id: id, tenant: principal.tenant, viewer: principal.viewer, profile: profile, context: context,
+          head, id: id, tenant: principal.tenant, viewer: principal.viewer, profile: profile,
+          context: context,
           cancellation: cancellation)
       }
     }
@@ -46,7 +48,8 @@ extension AttachmentService {
     }
     guard let owner else { return problem(AccessError.signedLinkInvalid, context) }
     return image(
-      head, id: id, tenant: owner, viewer: .tenant, profile: profile, context: context, cancellation: cancellation)
+      head, id: id, tenant: owner, viewer: .tenant, profile: profile, context: context,
+      cancellation: cancellation)
   }
 
   /// The tenant's image (on a worker).

@@ -18,7 +18,8 @@ import Storage
 extension AttachmentService {
   /// Stores the renditions an upload's pipeline run made. A failure to store one is logged and
   /// left for a later request to make again, never a failed upload.
-  func storeRenditions(_ renditions: [ProfileRendition], of record: AttachmentRecord) throws -> [String: Rendition]
+  func storeRenditions(_ renditions: [ProfileRendition], of record: AttachmentRecord) throws -> [String:
+    Rendition]
   {
     var stored: [String: Rendition] = [:]
     for rendition in renditions {
@@ -31,24 +32,30 @@ extension AttachmentService {
         }
       } catch {
         eventLog.warning(
-          "rendition not stored", fields: [("profile", rendition.profile.rawValue), ("detail", String(describing: error))])
+          "rendition not stored",
+          fields: [("profile", rendition.profile.rawValue), ("detail", String(describing: error))])
       }
     }
     return stored
   }
 
   /// The stored renditions of `record`, with `profile`'s made now if it needs one and has none.
-  func renditions(of record: AttachmentRecord, ensuring profile: ModelProfile, cancellation: PipelineCancellation)
+  func renditions(
+    of record: AttachmentRecord, ensuring profile: ModelProfile, cancellation: PipelineCancellation
+  )
     throws -> [String: Rendition]
   {
     var renditions = try store.renditions(of: record)
     let size = profile.size(ofStored: record.width, record.height)
-    guard size != (record.width, record.height), renditions[profile.rawValue] == nil else { return renditions }
+    guard size != (record.width, record.height), renditions[profile.rawValue] == nil else {
+      return renditions
+    }
     let stored = try store.read(record)
     for made in try pipeline.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation) {
       guard
         let row = try store.storeRendition(
-          of: record, profile: made.profile.rawValue, bytes: made.jpeg, width: made.width, height: made.height)
+          of: record, profile: made.profile.rawValue, bytes: made.jpeg, width: made.width, height: made.height
+        )
       else { throw AppError.notFound }  // deleted or expired meanwhile
       renditions[row.profile] = row
     }

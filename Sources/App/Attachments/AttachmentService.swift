@@ -193,11 +193,13 @@ public final class AttachmentService: Sendable {
       failed = UsageAmount(files: 1, bytes: bytes.count)
       return problem(error, requestID: request.requestID)
     case .success(let stored):
-      let body = AttachmentJSON.record(view(stored.record, stored.renditions, profile: request.describedProfile))
+      let body = AttachmentJSON.record(
+        view(stored.record, stored.renditions, profile: request.describedProfile))
       return HTTPResponse(
         status: 201,
         headers: [
-          "Content-Type": "application/json", "Location": options.link(Application.attachmentsPath + "/" + stored.record.id),
+          "Content-Type": "application/json",
+          "Location": options.link(Application.attachmentsPath + "/" + stored.record.id),
           "Cache-Control": "no-store",
         ], body: .bytes(body))
     }
@@ -257,7 +259,8 @@ public final class AttachmentService: Sendable {
         bytes: image.source.bytes, orientation: image.source.orientation,
         orientationSource: image.source.orientationSource.rawValue, colourProfile: image.source.colourProfile)
       let record = try store.store(
-        tenant: request.principal.tenant, owner: request.principal.user, bytes: image.jpeg, width: image.width,
+        tenant: request.principal.tenant, owner: request.principal.user, bytes: image.jpeg,
+        width: image.width,
         height: image.height, source: source)
       return .success(
         StoredAttachment(record: record, renditions: try storeRenditions(image.renditions, of: record)))
@@ -277,7 +280,9 @@ public final class AttachmentService: Sendable {
   }
 
   /// What a record shows: its renditions, `profile` at the top level, links as configured.
-  func view(_ record: AttachmentRecord, _ renditions: [String: Rendition], profile: ModelProfile) -> RecordView {
+  func view(_ record: AttachmentRecord, _ renditions: [String: Rendition], profile: ModelProfile)
+    -> RecordView
+  {
     RecordView(
       record: record, renditions: renditions, profile: profile,
       tenantDefault: options.profiles.defaultProfile(for: record.tenant), baseURL: options.publicBaseURL,

@@ -19,7 +19,8 @@ public struct ProfileOptions: Sendable, Equatable {
   static func profile(named name: String) throws(ConfigurationError) -> ModelProfile {
     guard let profile = ModelProfile(name: name) else {
       throw ConfigurationError(
-        "unknown profile \"\(name)\" (one of \(ModelProfile.allCases.map(\.rawValue).joined(separator: ", ")))")
+        "unknown profile \"\(name)\" (one of \(ModelProfile.allCases.map(\.rawValue).joined(separator: ", ")))"
+      )
     }
     return profile
   }

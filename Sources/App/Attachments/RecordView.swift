@@ -33,7 +33,9 @@ struct RecordView {
       return Image(width: record.width, height: record.height, bytes: record.bytes, blob: record.blob)
     }
     let stored = renditions[profile.rawValue]
-    return Image(width: stored?.width ?? size.width, height: stored?.height ?? size.height, bytes: stored?.bytes, blob: stored?.blob)
+    return Image(
+      width: stored?.width ?? size.width, height: stored?.height ?? size.height, bytes: stored?.bytes,
+      blob: stored?.blob)
   }
 
   /// The path of `profile`'s image: the plain path for the tenant's default (unless

@@ -23,7 +23,8 @@ enum RenditionStep {
     let pixels = try c.requirePixels()
     let header = try c.requireHeader()
     c.renditions = try make(
-      targets(c.profiles, width: pixels.width, height: pixels.height), from: pixels, subsampling: header.isLosslessSource ? .s444 : .s420,
+      targets(c.profiles, width: pixels.width, height: pixels.height), from: pixels,
+      subsampling: header.isLosslessSource ? .s444 : .s420,
       quality: c.configuration.quality, checkpoint: c.checkpoint)
   }
 
@@ -40,13 +41,16 @@ enum RenditionStep {
     _ jpeg: [UInt8], profiles: [ModelProfile], quality: Int, budget: MemoryBudget, checkpoint: Checkpoint
   ) throws(PipelineError) -> [ProfileRendition] {
     let info: JPEGInfo
-    do { info = try JPEGCodec.readHeader(jpeg) } catch { throw PipelineError(error, while: "reading the stored image") }
+    do { info = try JPEGCodec.readHeader(jpeg) } catch {
+      throw PipelineError(error, while: "reading the stored image")
+    }
     // Sizes from the stored image's own size, not the (DCT-scaled) decoded one.
     let targets = targets(profiles, width: info.width, height: info.height)
     guard !targets.isEmpty else { return [] }
     // Shrink on load to the smallest DCT scale that still covers the largest target.
     let largest = (
-      width: targets.map(\.size.width).max() ?? info.width, height: targets.map(\.size.height).max() ?? info.height
+      width: targets.map(\.size.width).max() ?? info.width,
+      height: targets.map(\.size.height).max() ?? info.height
     )
     let decoded = JPEGCodec.scaledSize(width: info.width, height: info.height, toAtLeast: largest)
     let reservation = try budget.reserve(decoded.width * decoded.height * 3 * 2)
@@ -86,7 +90,8 @@ enum RenditionStep {
     for target in targets {
       let (profile, size) = (target.profile, target.size)
       try checkpoint.check()
-      let resized = try Resampler.resize(pixels, width: size.width, height: size.height, checkpoint: checkpoint)
+      let resized = try Resampler.resize(
+        pixels, width: size.width, height: size.height, checkpoint: checkpoint)
       let jpeg: [UInt8]
       do { jpeg = try JPEGCodec.encode(resized, quality: quality, subsampling: subsampling) } catch {
         throw PipelineError(error, while: "encoding a rendition")
@@ -94,7 +99,8 @@ enum RenditionStep {
       do { try JPEGOutputVerifier.verify(jpeg) } catch {
         throw .internal("a rendition failed verification", detail: "\(error)")
       }
-      renditions.append(ProfileRendition(profile: profile, jpeg: jpeg, width: size.width, height: size.height))
+      renditions.append(
+        ProfileRendition(profile: profile, jpeg: jpeg, width: size.width, height: size.height))
     }
     return renditions
   }

@@ -22,7 +22,8 @@ extension PostgresIndex {
           // Another request made this profile first: keep its rendition.
           return try connection.query(.rendition, [id, .text(rendition.profile)]).first.map(Self.rendition)
         }
-        try connection.query(.addBlobReference, [.text(rendition.blob.hex), .integer(Int64(rendition.bytes))])
+        try connection.query(
+          .addBlobReference, [.text(rendition.blob.hex), .integer(Int64(rendition.bytes))])
         return rendition
       }
     }

@@ -46,7 +46,8 @@ import Testing
     let server = try AttachmentServer()
     defer { server.stop() }
     let file = try Self.photo(in: server.directory)
-    let reply = try server.curl("/v1/attachments?profile=anthropic", ["--data-binary", "@" + file, "-H", Self.key])
+    let reply = try server.curl(
+      "/v1/attachments?profile=anthropic", ["--data-binary", "@" + file, "-H", Self.key])
     #expect(reply.status == 201)
     let record = try #require(reply.json)
     let id = try #require(record["id"] as? String)
@@ -91,7 +92,8 @@ import Testing
     #expect(try server.app.attachments!.store.statistics().blobs == 3)
 
     // Meta for a profile makes it too.
-    let gemini = try #require(try server.curl("/v1/attachments/\(id)/meta?profile=gemini", ["-H", Self.key]).json)
+    let gemini = try #require(
+      try server.curl("/v1/attachments/\(id)/meta?profile=gemini", ["-H", Self.key]).json)
     #expect(gemini["profile"] as? String == "gemini")
     #expect(gemini["width"] as? Int == 1536 && gemini["height"] as? Int == 1152)
     #expect(gemini["estimated_tokens"] as? Int == 258 * 4)
@@ -132,7 +134,8 @@ import Testing
     defer { server.stop() }
     let directory = try LiveTesting.temporaryDirectory()
     let file = try TokenBackend.smallPNG(in: directory, side: 40)
-    let reply = try server.curl("/v1/attachments?profile=openai", ["--data-binary", "@" + file, "-H", Self.key])
+    let reply = try server.curl(
+      "/v1/attachments?profile=openai", ["--data-binary", "@" + file, "-H", Self.key])
     let record = try #require(reply.json)
     let id = try #require(record["id"] as? String)
     #expect(reply.headers["location"] == "https://attachd.example/img/v1/attachments/\(id)")
@@ -142,14 +145,18 @@ import Testing
     #expect(signed.hasPrefix("https://attachd.example/img/v1/attachments/\(id)?exp="))
     #expect(signed.hasSuffix("&profile=openai"))
     let profiles = try #require(record["profiles"] as? [String: [String: Any]])
-    #expect(profiles["gemini"]?["url"] as? String == "https://attachd.example/img/v1/attachments/\(id)?profile=gemini")
+    #expect(
+      profiles["gemini"]?["url"] as? String
+        == "https://attachd.example/img/v1/attachments/\(id)?profile=gemini")
     #expect(profiles["gemini"]?["sha256"] as? String == record["sha256"] as? String)
     // The signed link (relative to the server) works, profile and all.
     let path = String(signed.dropFirst("https://attachd.example/img".count))
     #expect(try server.curl(path, []).status == 200)
   }
 
-  @Test(arguments: ["ftp://x", "https://", "https://user:pw@host", "https://host/a?b", "https://host/#x", "host"])
+  @Test(arguments: [
+    "ftp://x", "https://", "https://user:pw@host", "https://host/a?b", "https://host/#x", "host",
+  ])
   func aMalformedPublicBaseURLIsRefused(_ text: String) {
     #expect(throws: ConfigurationError.self) { try PublicBaseURL.normalised(text) }
   }

@@ -87,15 +87,20 @@ import Testing
       ], timeout: 60)
     #expect(status == 0, "chromium exit status \(status)")
     let dom = String(decoding: output, as: UTF8.self)
-    guard let start = dom.range(of: "<pre id=\"result\">"), let end = dom.range(of: "</pre>", range: start.upperBound..<dom.endIndex)
-    else { throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "no result in \(dom.prefix(300))"]) }
+    guard let start = dom.range(of: "<pre id=\"result\">"),
+      let end = dom.range(of: "</pre>", range: start.upperBound..<dom.endIndex)
+    else {
+      throw CocoaError(
+        .fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "no result in \(dom.prefix(300))"])
+    }
     let text = String(dom[start.upperBound..<end.lowerBound]).replacingOccurrences(of: "&quot;", with: "\"")
       .replacingOccurrences(of: "&amp;", with: "&")
     return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
   }
 
   @Test func aListedOriginUploadsWithATokenAndReadsTheRecordAndLocation() throws {
-    #expect(FileManager.default.isExecutableFile(atPath: Self.chromium), "Scripts/install-deps installs chromium")
+    #expect(
+      FileManager.default.isExecutableFile(atPath: Self.chromium), "Scripts/install-deps installs chromium")
     let backend = try TokenBackend()
     let directory = try LiveTesting.temporaryDirectory()
     try Data(Self.page.utf8).write(to: URL(fileURLWithPath: directory + "/page.html"))

@@ -24,7 +24,8 @@ import Testing
     let fd = try ServerConditionTests.connect(port: port)
     defer { Glibc.close(fd) }
     let bytes = Array(request.utf8)
-    #expect(bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count)
+    #expect(
+      bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count)
     var received = Data()
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
@@ -82,10 +83,12 @@ import Testing
     #expect(preflight.hasPrefix("HTTP/1.1 204 No Content\r\n"))
     #expect(preflight.contains("Access-Control-Allow-Origin: \(Self.tenantPage)\r\n"))
     let path = "/v1/attachments/att_00000000000000000000000000/meta"
-    let acme = try server.curl(path, ["-H", "Origin: \(Self.tenantPage)", "-H", AttachmentServer.bearer(AttachmentServer.acmeKey)])
+    let acme = try server.curl(
+      path, ["-H", "Origin: \(Self.tenantPage)", "-H", AttachmentServer.bearer(AttachmentServer.acmeKey)])
     #expect(acme.status == 404)
     #expect(acme.headers["access-control-allow-origin"] == Self.tenantPage)
-    let beta = try server.curl(path, ["-H", "Origin: \(Self.tenantPage)", "-H", AttachmentServer.bearer(AttachmentServer.betaKey)])
+    let beta = try server.curl(
+      path, ["-H", "Origin: \(Self.tenantPage)", "-H", AttachmentServer.bearer(AttachmentServer.betaKey)])
     #expect(beta.status == 404)
     #expect(beta.headers.keys.filter { $0.hasPrefix("access-control-") }.isEmpty)
     #expect(beta.headers["vary"] == "Origin")
@@ -107,7 +110,8 @@ import Testing
     #expect(upload.headers["vary"] == "Origin")
     #expect(upload.headers["access-control-allow-credentials"] == nil)
     // The server's own answers carry them too (here a 401 decided before any route work).
-    let refused = try server.curl("/v1/attachments", ["-X", "POST", "-H", "Origin: \(Self.page)", "--data-binary", "x"])
+    let refused = try server.curl(
+      "/v1/attachments", ["-X", "POST", "-H", "Origin: \(Self.page)", "--data-binary", "x"])
     #expect(refused.status == 401)
     #expect(refused.headers["access-control-allow-origin"] == Self.page)
   }
@@ -136,7 +140,9 @@ import Testing
     #expect(read.headers.keys.filter { $0.hasPrefix("access-control-") || $0 == "vary" }.isEmpty)
   }
 
-  @Test(arguments: ["*", "null", "https://a.example/", "https://a.example/path", "ftp://a.example", "https://"])
+  @Test(arguments: [
+    "*", "null", "https://a.example/", "https://a.example/path", "ftp://a.example", "https://",
+  ])
   func aWildcardNullOrPathIsRefusedAsAnOrigin(_ origin: String) {
     var configuration = CORSPolicy.Configuration()
     configuration.allowedOrigins = [origin]
