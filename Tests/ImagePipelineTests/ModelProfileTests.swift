@@ -73,6 +73,28 @@ import Testing
     }
   }
 
+  /// Each provider profile's rendition of an accepted upload obeys that provider's rule (the
+  /// corpus test calls this for every accepted file); a profile with no rendition is one the
+  /// stored image already satisfies.
+  static func checkRenditions(of result: ProcessedImage, file: String) throws {
+    var seen: Set<ModelProfile> = []
+    for rendition in result.renditions {
+      seen.insert(rendition.profile)
+      let header = try JPEGCodec.readHeader(rendition.jpeg)
+      #expect((header.width, header.height) == (rendition.width, rendition.height))
+      #expect(
+        rendition.profile.accepts(width: header.width, height: header.height),
+        "\(file) \(rendition.profile): \(header.width)x\(header.height)")
+      #expect(
+        (rendition.width, rendition.height) == rendition.profile.size(ofStored: result.width, result.height))
+      try JPEGOutputVerifier.verify(rendition.jpeg)
+    }
+    for profile in ModelProfile.allCases where !seen.contains(profile) {
+      #expect(profile.size(ofStored: result.width, result.height) == (result.width, result.height))
+      #expect(profile.accepts(width: result.width, height: result.height), "\(file) \(profile)")
+    }
+  }
+
   @Test func renditionsOfAStoredImageHaveTheProfileSizes() throws {
     let pixels = PixelBuffer(
       width: 2000, height: 1500, layout: .rgb,
@@ -85,37 +107,6 @@ import Testing
       let expected = rendition.profile.size(ofStored: 2000, 1500)
       #expect((header.width, header.height) == expected)
       try JPEGOutputVerifier.verify(rendition.jpeg)
-    }
-  }
-}
-
-@Suite(.enabled(if: corpusPresent, "skipped: corpus not present"))
-struct ModelProfileCorpusTests {
-  static let accepted: [CorpusCase] = CorpusCase.all().filter {
-    if case .accept = $0.outcome { return true }
-    return false
-  }
-
-  /// Every accepted corpus file, with every profile made in its upload's own pipeline run.
-  @Test(arguments: accepted)
-  func everyProfileRenditionObeysItsProvidersRule(_ item: CorpusCase) throws {
-    let result = try Pipeline().process(try corpusBytes(item.file), profiles: ModelProfile.allCases)
-    var seen: Set<ModelProfile> = []
-    for rendition in result.renditions {
-      seen.insert(rendition.profile)
-      let header = try JPEGCodec.readHeader(rendition.jpeg)
-      #expect((header.width, header.height) == (rendition.width, rendition.height))
-      #expect(
-        rendition.profile.accepts(width: header.width, height: header.height),
-        "\(item.file) \(rendition.profile): \(header.width)x\(header.height)")
-      #expect(
-        (rendition.width, rendition.height) == rendition.profile.size(ofStored: result.width, result.height))
-      try JPEGOutputVerifier.verify(rendition.jpeg)
-    }
-    // A profile without a rendition is one the stored image already satisfies.
-    for profile in ModelProfile.allCases where !seen.contains(profile) {
-      #expect(profile.size(ofStored: result.width, result.height) == (result.width, result.height))
-      #expect(profile.accepts(width: result.width, height: result.height), "\(item.file) \(profile)")
     }
   }
 }
