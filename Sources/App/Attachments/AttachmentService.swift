@@ -280,11 +280,17 @@ public final class AttachmentService: Sendable {
   }
 
   /// What a record shows: its renditions, `profile` at the top level, links as configured.
+  ///
+  /// A profile whose rendition could not be stored with the upload (logged; the next request
+  /// for it makes it) is not described at the top level: the stored image is, as `default`.
   func view(_ record: AttachmentRecord, _ renditions: [String: Rendition], profile: ModelProfile)
     -> RecordView
   {
-    RecordView(
-      record: record, renditions: renditions, profile: profile,
+    let stored = (record.width, record.height)
+    let missing =
+      renditions[profile.rawValue] == nil && profile.size(ofStored: record.width, record.height) != stored
+    return RecordView(
+      record: record, renditions: renditions, profile: missing ? .default : profile,
       tenantDefault: options.profiles.defaultProfile(for: record.tenant), baseURL: options.publicBaseURL,
       signedPath: signedURL(for: record))
   }
