@@ -57,7 +57,11 @@ let package = Package(
     // Content-addressed blobs (files or S3) + SQLite or PostgreSQL index, behind protocols.
     .target(name: "Storage", dependencies: ["CSQLite", "CPQ", "CCurl", "Crypto"]),
     // Configuration, routes, auth, metrics, logs, wiring.
-    .target(name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto"]),
+    // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
+    // the repository, nothing to ship beside the executable.
+    .target(
+      name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto"],
+      resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
     .executableTarget(name: "attachd", dependencies: ["App", "ImagePipeline", "ImageCodecs"]),
 

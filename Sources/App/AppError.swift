@@ -22,4 +22,6 @@ public enum AppError: Error, Sendable, Equatable {
   case invalidIdempotencyKey
   /// A `Range` outside the image of `size` bytes (416).
   case rangeNotSatisfiable(size: Int)
+  /// A `profile` query parameter that names no model profile (400).
+  case unknownProfile
 }

@@ -13,6 +13,7 @@ extension Application {
     public var signing = SignedURL.Configuration()
     public var attachments = AttachmentOptions()
     public var log = LogOptions()
+    public var cors = CORSPolicy.Configuration()
 
     public init() {}
 
@@ -25,6 +26,7 @@ extension Application {
       try signing.validate()
       try attachments.validate()
       try log.validate()
+      try cors.validate()
     }
   }
 

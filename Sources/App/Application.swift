@@ -12,6 +12,7 @@ public final class Application: HTTPHandler {
     case healthz
     case readyz
     case metrics
+    case openAPI
     case upload
     case image
     case meta
@@ -23,6 +24,7 @@ public final class Application: HTTPHandler {
       case .healthz: "/healthz"
       case .readyz: "/readyz"
       case .metrics: "/metrics"
+      case .openAPI: "/openapi.json"
       case .upload: Application.attachmentsPath
       case .image, .delete: Application.attachmentsPath + "/{id}"
       case .meta: Application.attachmentsPath + "/{id}/meta"
@@ -47,6 +49,8 @@ public final class Application: HTTPHandler {
   let sweeper: Sweeper?
   let router: Router<Route>
   let requestIDs = RequestIDs()
+  /// Which browser origins may call attachd (`cors.*`).
+  let cors: CORSPolicy
 
   /// The routing table.
   static func makeRouter() -> Router<Route> {
@@ -54,6 +58,7 @@ public final class Application: HTTPHandler {
     router.add("GET", "/healthz", .healthz)
     router.add("GET", "/readyz", .readyz)
     router.add("GET", "/metrics", .metrics)
+    router.add("GET", "/openapi.json", .openAPI)
     router.add("POST", attachmentsPath, .upload)
     router.add("GET", attachmentsPath + "/{id}", .image)
     router.add("DELETE", attachmentsPath + "/{id}", .delete)
@@ -69,6 +74,7 @@ public final class Application: HTTPHandler {
     self.eventLog = eventLog
     self.readiness = Readiness(dataDirectory: configuration.storage.dataDirectory)
     self.router = Self.makeRouter()
+    self.cors = CORSPolicy(configuration: configuration.cors)
     let metrics = AttachdMetrics()
     self.metrics = metrics
     var access = AccessControl.Configuration()
@@ -118,6 +124,17 @@ public final class Application: HTTPHandler {
   /// once when refused; whatever touches the disk is offloaded to the worker pool.
   public func head(_ head: HTTPRequestHead, context: inout RequestContext) -> HeadDecision {
     RequestIDs.label(&context, id: requestIDs.id(for: head))
+    // Before routing and authentication: a preflight carries no credentials.
+    if let preflight = cors.preflight(head) {
+      context.route = Self.preflightRoute
+      return .respond(preflight)
+    }
+    cors.label(&context, head) { [attachments] in
+      let result = attachments?.access.authenticator.authenticate(
+        authorizationHeader: head.headers.first(name: "Authorization"))
+      guard case .ok(let principal) = result else { return nil }
+      return principal.tenant
+    }
     let match = router.match(method: head.method, path: head.path)
     if case .found(let route, _) = match {
       context.route = route.template
@@ -154,6 +171,8 @@ public final class Application: HTTPHandler {
         HTTPResponse(
           status: 200, headers: ["Content-Type": MetricsRegistry.contentType, "Cache-Control": "no-store"],
           body: .bytes(Array(metrics.render().utf8))))
+    case .found(.openAPI, _):
+      return .respond(Self.openAPI)
     case .methodNotAllowed(let allow):
       return .respond(
         ErrorTable.response(for: AppError.methodNotAllowed(allow: allow), requestID: requestID, log: nil))
@@ -179,9 +198,15 @@ public final class Application: HTTPHandler {
   // Built once: /healthz is what load balancers and benchmarks hit most.
   static let healthy = json(status: 200, #"{"status":"ok"}"#)
   static let ready = json(status: 200, #"{"status":"ready"}"#)
+  /// `Sources/App/OpenAPI/openapi.json`, compiled in.
+  static let openAPI = HTTPResponse(
+    status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-cache"],
+    body: .bytes(PackageResources.openapi_json))
 
   /// The `route` label of requests no route matched (and of those refused before a head).
   static let unmatchedRoute = "unmatched"
+  /// The `route` label of CORS preflights (answered before routing).
+  static let preflightRoute = "preflight"
 
   /// One access-log line and the request metrics for every request the server finished,
   /// labelled when its head was decided (the router does not run again).

@@ -21,7 +21,10 @@ public struct ConfigurationKey: Sendable {
   let set: Setter
 
   /// Every setting, in the order help texts list them.
-  public static let all: [ConfigurationKey] = [
+  public static let all: [ConfigurationKey] = coreKeys + clientKeys
+
+  /// The server, storage, auth, limit, upload and log settings.
+  static let coreKeys: [ConfigurationKey] = [
     .text(
       "server.host", env: "ATTACHD_HOST", flag: "--host", summary: "address to listen on",
       \.server.host),

@@ -141,6 +141,10 @@ public enum ErrorTable {
       PublicError(
         status: 416, code: "range_not_satisfiable", title: "Range not satisfiable",
         headers: ["Content-Range": "bytes */\(size)"])
+    case .unknownProfile:
+      PublicError(
+        status: 400, code: "unknown_profile",
+        title: "Unknown profile (one of: \(ModelProfile.allCases.map(\.rawValue).joined(separator: ", ")))")
     case .notFound:
       PublicError(status: 404, code: "not_found", title: "Not found")
     case .methodNotAllowed(let allow):

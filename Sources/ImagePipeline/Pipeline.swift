@@ -34,6 +34,7 @@ public struct Pipeline: Sendable {
     Step(name: "orient", run: OrientStep.run),
     Step(name: "merge-planes", run: MergePlanesStep.run),
     Step(name: "colour", run: ColourStep.run),
+    Step(name: "renditions", run: RenditionStep.run),
     Step(name: "encode", run: EncodeStep.run),
   ]
 
@@ -72,13 +73,17 @@ public struct Pipeline: Sendable {
   /// `cancelled` once `cancellation` is raised and with `deadline_exceeded` once
   /// `configuration.deadline` has passed since the call (checked between steps and by
   /// decoders between tiles or strips).
+  ///
+  /// `profiles`: model profiles whose renditions are made in the same run, from the output's
+  /// pixels (see `RenditionStep`); a profile whose size is the output's own gets none.
   public func process(
-    _ input: [UInt8], cancellation: PipelineCancellation? = nil
+    _ input: [UInt8], profiles: [ModelProfile] = [], cancellation: PipelineCancellation? = nil
   ) throws(PipelineError) -> ProcessedImage {
     let clock = ContinuousClock()
     let started = clock.now
     let checkpoint = Checkpoint(cancellation: cancellation, deadline: started + configuration.deadline)
     var context = PipelineContext(input: input, configuration: configuration, checkpoint: checkpoint)
+    context.profiles = profiles
     var timings: [StageTiming] = []
     defer { context.reservation?.release() }
     func run(_ steps: [Step]) throws(PipelineError) {
@@ -93,15 +98,32 @@ public struct Pipeline: Sendable {
     if case .lossless(let operation) = Self.route(context) {
       try run([Step(name: Self.losslessStepName) { LosslessJPEGStep.run(&$0, operation: operation) }])
     }
-    if context.output == nil { try run(Self.standard) }
+    if context.output == nil {
+      try run(Self.standard)
+    } else if !profiles.isEmpty {
+      try run([Step(name: "renditions", run: RenditionStep.runFromOutput)])
+    }
     try run(Self.closing)
     guard let output = context.output, let header = context.header else {
       throw .internal("the pipeline produced no output")
     }
     return ProcessedImage(
       jpeg: output, width: context.outputSize.width, height: context.outputSize.height,
-      source: Self.sourceInfo(context, header), losslessTransform: context.losslessTransform, timings: timings
-    )
+      source: Self.sourceInfo(context, header), losslessTransform: context.losslessTransform,
+      renditions: context.renditions, timings: timings)
+  }
+
+  /// The renditions of a stored default image (a JPEG this pipeline wrote) for `profiles`,
+  /// for a profile asked for after the upload; profiles of the stored image's own size get
+  /// none. Under the same deadline, cancellation and memory budget as an upload.
+  public func renditions(
+    ofStored jpeg: [UInt8], profiles: [ModelProfile], cancellation: PipelineCancellation? = nil
+  ) throws(PipelineError) -> [ProfileRendition] {
+    let checkpoint = Checkpoint(
+      cancellation: cancellation, deadline: ContinuousClock.now + configuration.deadline)
+    return try RenditionStep.fromStored(
+      jpeg, profiles: profiles, quality: configuration.quality, budget: configuration.memoryBudget,
+      checkpoint: checkpoint)
   }
 
   /// Processes one upload given as `Data`.

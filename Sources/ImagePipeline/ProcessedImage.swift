@@ -35,5 +35,7 @@ public struct ProcessedImage: Sendable {
   public var source: SourceInfo
   /// Whether the JPEG was rewritten losslessly (`tjTransform`) instead of re-encoded.
   public var losslessTransform: Bool
+  /// The model-profile renditions asked for (none for a profile of the output's own size).
+  public var renditions: [ProfileRendition] = []
   public var timings: [StageTiming]
 }

@@ -19,13 +19,27 @@ public protocol AttachmentIndex: Sendable {
   /// The tenant owning the unexpired attachment `id`, or nil (for signed links, which carry no key).
   func tenant(ofAttachment id: String, now: Date) throws -> String?
 
-  /// Deletes the tenant's attachment; returns the removed row, or nil when there was none.
+  /// Deletes the tenant's attachment and its renditions, dropping their blob references in the
+  /// same transaction; returns the removed row, or nil when there was none.
   func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord?
 
-  /// Deletes up to `limit` rows that expired at or before `now`; returns them.
+  /// Deletes up to `limit` rows that expired at or before `now`, with their renditions and
+  /// blob references; returns the attachment rows.
   func deleteExpired(now: Date, limit: Int) throws -> [AttachmentRecord]
 
-  /// How many rows (expired or not) refer to the blob.
+  /// Adds a rendition of the attachment `rendition.attachment`, and one reference to its blob,
+  /// unless the attachment already has one for that profile. Returns the rendition now stored
+  /// (the earlier one when two were made at once: its blob gains no reference), or nil when the
+  /// attachment is gone or expired at `now` (nothing is added).
+  ///
+  /// Atomic against `deleteAttachment` and `deleteExpired` on any node: a rendition is never
+  /// left behind by its attachment.
+  func insertRendition(_ rendition: Rendition, now: Date) throws -> Rendition?
+
+  /// The renditions stored for the attachment `id` (any order), empty when there are none.
+  func renditions(ofAttachment id: String) throws -> [Rendition]
+
+  /// How many rows (attachments, expired or not, and renditions) refer to the blob.
   func referenceCount(of blob: BlobHash) throws -> Int
 
   /// Pins `blob` until `now + lease` or `unpinBlob`: until then no node's `collectBlob` removes it.

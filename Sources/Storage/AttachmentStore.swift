@@ -194,9 +194,12 @@ public final class AttachmentStore: Sendable {
     let current = clock()
     // An owner never changes, so checking before deleting leaves no window to exploit.
     if case .user = viewer, try get(tenant: tenant, id: id, visibleTo: viewer) == nil { return false }
+    // Read before the delete, which removes the rows: a rendition made in between is deleted
+    // with the attachment all the same, and its blob is left to the sweeper.
+    let renditionBlobs = (try? index.renditions(ofAttachment: id).map(\.blob)) ?? []
     guard let removed = try index.deleteAttachment(tenant: tenant, id: id) else { return false }
-    // Failing to remove the blob now is harmless: the sweeper removes unreferenced blobs.
-    _ = try? collect(removed.blob, unknown: false)
+    // Failing to remove a blob now is harmless: the sweeper removes unreferenced blobs.
+    for blob in Set([removed.blob] + renditionBlobs) { _ = try? collect(blob, unknown: false) }
     return removed.expiresAt > current
   }
 
@@ -312,7 +315,7 @@ public final class AttachmentStore: Sendable {
   /// The index holds the blob while `remove` runs, so no `store` on any node can pin (and
   /// reuse) it between the check and the deletion; a `store` that pins afterwards finds it
   /// gone and writes it again.
-  private func collect(_ hash: BlobHash, unknown: Bool) throws -> Int? {
+  func collect(_ hash: BlobHash, unknown: Bool) throws -> Int? {
     var size = 0
     let removed = try index.collectBlob(hash, now: clock(), unknown: unknown) { hash in
       size = (try? blobs.size(of: hash)) ?? 0

@@ -184,6 +184,19 @@ public final class SQLiteIndex: AttachmentIndex {
     );
     CREATE INDEX uploads_by_expiry ON uploads (expires_at);
     """,
+    // 5: renditions of an attachment per model profile; each holds one reference in `blobs`.
+    """
+    CREATE TABLE renditions (
+      attachment TEXT NOT NULL,
+      profile TEXT NOT NULL,
+      blob TEXT NOT NULL,
+      width INTEGER NOT NULL,
+      height INTEGER NOT NULL,
+      bytes INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      PRIMARY KEY (attachment, profile)
+    ) WITHOUT ROWID;
+    """,
   ]
 
   private static func migrate(_ connection: SQLiteConnection) throws {
@@ -297,13 +310,22 @@ public final class SQLiteIndex: AttachmentIndex {
       """, [.integer(Self.seconds(now)), .integer(Int64(max(0, limit)))])
   }
 
-  /// Runs a DELETE … RETURNING of attachment rows and drops their blob references, atomically.
+  /// Runs a DELETE … RETURNING of attachment rows, deletes their renditions and drops every
+  /// blob reference they held, atomically.
   private func deleteReleasing(_ sql: String, _ parameters: [SQLValue]) throws -> [AttachmentRecord] {
     try write { connection in
       try connection.transaction {
         let records = try connection.query(sql, parameters).map(Self.record)
         var released: [BlobHash: Int] = [:]
-        for record in records { released[record.blob, default: 0] += 1 }
+        for record in records {
+          released[record.blob, default: 0] += 1
+          for row in try connection.query(
+            "DELETE FROM renditions WHERE attachment = ? RETURNING blob", [.text(record.id)])
+          {
+            guard let blob = row.first?.text.flatMap(BlobHash.init(hex:)) else { continue }
+            released[blob, default: 0] += 1
+          }
+        }
         for (blob, count) in released {
           try connection.query(
             "UPDATE blobs SET refs = refs - ? WHERE hash = ?", [.integer(Int64(count)), .text(blob.hex)])

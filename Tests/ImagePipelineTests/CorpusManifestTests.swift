@@ -87,8 +87,10 @@ struct CorpusManifestTests {
     let started = clock.now
     switch item.outcome {
     case .accept(let width, let height):
-      let result = try pipeline.process(input)
+      // Every model profile too, in the same run, as an upload asking for them all would.
+      let result = try pipeline.process(input, profiles: ModelProfile.allCases)
       #expect((result.width, result.height) == (width, height))
+      try ModelProfileTests.checkRenditions(of: result, file: item.file)
       try JPEGOutputVerifier.verify(result.jpeg)
       let decoded = try JPEGCodec.readHeader(result.jpeg)
       #expect((decoded.width, decoded.height) == (width, height))

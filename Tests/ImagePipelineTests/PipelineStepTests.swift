@@ -8,7 +8,7 @@ import Testing
     #expect(
       Pipeline.standardPath.map(\.name) == [
         "sniff", "header", "reserve-memory", "decode", "flatten-alpha", "resize", "orient", "merge-planes",
-        "colour", "encode", "verify",
+        "colour", "renditions", "encode", "verify",
       ])
   }
 

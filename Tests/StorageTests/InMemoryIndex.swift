@@ -31,6 +31,8 @@ final class InMemoryIndex: AttachmentIndex {
     var knownBlobs: Set<BlobHash> = []
     var pins: [String: BlobPin] = [:]
     var nextPin = 0
+    /// Attachment id → profile → rendition.
+    var renditions: [String: [String: Rendition]] = [:]
   }
 
   /// The state, shared with `sibling()`s: two "nodes" over one index.
@@ -69,6 +71,7 @@ final class InMemoryIndex: AttachmentIndex {
     shared.state.withLock { state in
       guard let row = state.rows[id], row.tenant == tenant else { return nil }
       state.rows[id] = nil
+      state.renditions[id] = nil
       return row
     }
   }
@@ -77,19 +80,42 @@ final class InMemoryIndex: AttachmentIndex {
     shared.state.withLock { state in
       let expired = state.rows.values.filter { $0.expiresAt <= now }.sorted { $0.expiresAt < $1.expiresAt }
         .prefix(limit)
-      for row in expired { state.rows[row.id] = nil }
+      for row in expired {
+        state.rows[row.id] = nil
+        state.renditions[row.id] = nil
+      }
       return Array(expired)
     }
   }
 
   func referenceCount(of blob: BlobHash) throws -> Int {
-    shared.state.withLock { $0.rows.values.count { $0.blob == blob } }
+    shared.state.withLock { state in
+      state.rows.values.count { $0.blob == blob }
+        + state.renditions.values.reduce(0) { $0 + $1.values.count { $0.blob == blob } }
+    }
+  }
+
+  func insertRendition(_ rendition: Rendition, now: Date) throws -> Rendition? {
+    shared.state.withLock { state in
+      guard let row = state.rows[rendition.attachment], row.expiresAt > now else { return nil }
+      if let existing = state.renditions[rendition.attachment]?[rendition.profile] { return existing }
+      state.renditions[rendition.attachment, default: [:]][rendition.profile] = rendition
+      state.knownBlobs.insert(rendition.blob)
+      return rendition
+    }
+  }
+
+  func renditions(ofAttachment id: String) throws -> [Rendition] {
+    shared.state.withLock { state in
+      (state.renditions[id] ?? [:]).values.sorted { $0.profile < $1.profile }
+    }
   }
 
   func statistics() throws -> IndexStatistics {
     shared.state.withLock { state in
       var blobs: [BlobHash: Int] = [:]
       for row in state.rows.values { blobs[row.blob] = max(blobs[row.blob] ?? 0, row.bytes) }
+      for rendition in state.renditions.values.flatMap(\.values) { blobs[rendition.blob] = rendition.bytes }
       return IndexStatistics(
         attachments: state.rows.count, attachmentBytes: state.rows.values.reduce(0) { $0 + $1.bytes },
         blobs: blobs.count, blobBytes: blobs.values.reduce(0, +), idempotencyKeys: state.claims.count)
@@ -193,6 +219,7 @@ final class InMemoryIndex: AttachmentIndex {
 
   private static func needed(_ blob: BlobHash, in state: State, now: Date) -> Bool {
     state.rows.values.contains { $0.blob == blob }
+      || state.renditions.values.contains { $0.values.contains { $0.blob == blob } }
       || state.pins.values.contains { $0.blob == blob && $0.expiresAt > now }
   }
 

@@ -1,17 +1,22 @@
+import ImagePipeline
 import Storage
 
 /// The JSON record of DESIGN.md §2, written straight into bytes.
 enum AttachmentJSON {
-  /// `{"id":…,"url":…,…,"source":{…},"created_at":…,"expires_at":…[,"signed_url":…]}`.
-  static func record(_ record: AttachmentRecord, signedURL: String?, into out: inout [UInt8]) {
+  /// `{"id":…,"url":…,…,"source":{…},"created_at":…,"expires_at":…,"owner":…[,"signed_url":…],
+  /// "profile":…,"estimated_tokens":…,"profiles":{…}}`: the top level describes the image of
+  /// `view.profile`, `profiles` every profile's.
+  static func record(_ view: RecordView, into out: inout [UInt8]) {
+    let record = view.record
+    let described = view.image(of: view.profile)
     var object = ObjectWriter()
     object.string("id", record.id)
-    object.string("url", Application.attachmentsPath + "/" + record.id)
+    object.string("url", view.link(view.path(view.profile)))
     object.string("content_type", record.contentType)
-    object.int("width", record.width)
-    object.int("height", record.height)
-    object.int("bytes", record.bytes)
-    object.string("sha256", record.blob.hex)
+    object.int("width", described.width)
+    object.int("height", described.height)
+    object.int("bytes", described.bytes ?? record.bytes)
+    object.string("sha256", (described.blob ?? record.blob).hex)
     var source = ObjectWriter()
     source.string("format", record.source.format)
     source.int("width", record.source.width)
@@ -25,15 +30,34 @@ enum AttachmentJSON {
     object.string("expires_at", timestamp(record.expiresAt.timeIntervalSince1970))
     // The end user of the token that uploaded it; null for a tenant-key upload.
     object.optional("owner", record.owner)
-    if let signedURL { object.string("signed_url", signedURL) }
+    if let signed = view.signedPath {
+      let query = view.profile == view.tenantDefault ? "" : "&profile=" + view.profile.rawValue
+      object.string("signed_url", view.link(signed + query))
+    }
+    object.string("profile", view.profile.rawValue)
+    object.optionalInt(
+      "estimated_tokens", view.profile.estimatedTokens(width: described.width, height: described.height))
+    var profiles = ObjectWriter()
+    for profile in ModelProfile.allCases {
+      let image = view.image(of: profile)
+      var entry = ObjectWriter()
+      entry.int("width", image.width)
+      entry.int("height", image.height)
+      entry.optionalInt("estimated_tokens", profile.estimatedTokens(width: image.width, height: image.height))
+      entry.string("url", view.link(view.path(profile, explicit: true)))
+      entry.optionalInt("bytes", image.bytes)
+      entry.optional("sha256", image.blob?.hex)
+      profiles.raw(profile.rawValue, entry.close())
+    }
+    object.raw("profiles", profiles.close())
     out.append(contentsOf: object.close())
   }
 
   /// One record as a whole response body (with a final newline).
-  static func record(_ record: AttachmentRecord, signedURL: String?) -> [UInt8] {
+  static func record(_ view: RecordView) -> [UInt8] {
     var out: [UInt8] = []
-    out.reserveCapacity(640)
-    self.record(record, signedURL: signedURL, into: &out)
+    out.reserveCapacity(1536)
+    record(view, into: &out)
     out.append(0x0A)
     return out
   }
@@ -86,6 +110,11 @@ enum AttachmentJSON {
         key(name)
         bytes.append(contentsOf: "null".utf8)
       }
+    }
+
+    mutating func optionalInt(_ name: String, _ value: Int?) {
+      key(name)
+      bytes.append(contentsOf: (value.map(String.init) ?? "null").utf8)
     }
 
     mutating func raw(_ name: String, _ value: [UInt8]) {

@@ -22,8 +22,15 @@ extension Application {
     /// Seconds one image may take in the pipeline before it stops with 503 `deadline_exceeded`
     /// (see `Pipeline.Configuration.deadline` for why 30).
     public var pipelineDeadline = 30.0
+    /// `server.publicBaseURL`, normalised (see `PublicBaseURL`); "" keeps links relative.
+    public var publicBaseURL = ""
+    /// Which model profile requests that name none get.
+    public var profiles = ProfileOptions()
 
     public init() {}
+
+    /// `path` as a link a client can follow: absolute when `publicBaseURL` is set.
+    func link(_ path: String) -> String { publicBaseURL + path }
 
     public func validate() throws(ConfigurationError) {
       guard maxUploadBytes > 0, maxParts > 0, cacheMaxAge >= 0, retention > 0, sweepInterval > 0 else {

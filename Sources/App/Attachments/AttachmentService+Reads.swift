@@ -1,5 +1,6 @@
 import Crypto
 import HTTP
+import ImagePipeline
 import Server
 import Storage
 
@@ -8,23 +9,36 @@ extension AttachmentService {
   /// signed link (checked against the index, off the loop); the look-up is offloaded.
   func image(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HeadDecision {
     let query = head.query.map(String.init)
+    // nil: the tenant's default, known once the tenant is.
+    let profile: ModelProfile?
+    switch ProfileQuery.profiles(in: head.query) {
+    case .failure(let error): return .respond(problem(error, context))
+    case .success(let profiles): profile = profiles.first
+    }
     if SignedURL.isSigned(query: query) {
       // The link is bound to the owner's tenant, which only the index knows.
-      return .offload { [self] _ in signedImage(head, id: id, query: query, context: context) }
+      return .offload { [self] cancellation in
+        signedImage(
+          head, id: id, query: query, profile: profile, context: context, cancellation: cancellation)
+      }
     }
     switch access.authorize(head, scope: .read) {
     case .failure(let error): return .respond(problem(error, context))
     case .success(let principal):
-      return .offload { [self] _ in
-        image(head, id: id, tenant: principal.tenant, viewer: principal.viewer, context: context)
+      return .offload { [self] cancellation in
+        image(
+          head, id: id, tenant: principal.tenant, viewer: principal.viewer, profile: profile,
+          context: context,
+          cancellation: cancellation)
       }
     }
   }
 
   /// A signed-link read (on a worker).
-  private func signedImage(_ head: HTTPRequestHead, id: String, query: String?, context: RequestContext)
-    -> HTTPResponse
-  {
+  private func signedImage(
+    _ head: HTTPRequestHead, id: String, query: String?, profile: ModelProfile?, context: RequestContext,
+    cancellation: RequestCancellation
+  ) -> HTTPResponse {
     guard SecureRandom.isIdentifier(id) else { return problem(AccessError.signedLinkInvalid, context) }
     let owner: String?
     do { owner = try store.tenant(ofAttachment: id) } catch { return problem(error, context) }
@@ -33,33 +47,57 @@ extension AttachmentService {
       return problem(error, context)
     }
     guard let owner else { return problem(AccessError.signedLinkInvalid, context) }
-    return image(head, id: id, tenant: owner, viewer: .tenant, context: context)
+    return image(
+      head, id: id, tenant: owner, viewer: .tenant, profile: profile, context: context,
+      cancellation: cancellation)
   }
 
   /// The tenant's image (on a worker).
   private func image(
-    _ head: HTTPRequestHead, id: String, tenant: String, viewer: Viewer, context: RequestContext
+    _ head: HTTPRequestHead, id: String, tenant: String, viewer: Viewer, profile: ModelProfile?,
+    context: RequestContext, cancellation: RequestCancellation
   ) -> HTTPResponse {
     switch lookup(tenant: tenant, viewer: viewer, id: id, context: context) {
     case .failure(let failure): return failure.response
-    case .success(let record): return serve(record, head: head, context: context)
+    case .success(let record):
+      let chosen = profile ?? options.profiles.defaultProfile(for: tenant)
+      do {
+        let served = try image(of: record, profile: chosen, cancellation: PipelineCancellation(cancellation))
+        return serve(served, head: head, context: context)
+      } catch {
+        return problem(error, context)
+      }
     }
   }
 
   /// `GET /v1/attachments/{id}/meta`: the JSON record (read scope, checked on the loop).
+  /// With `?profile=`, the top level describes that profile's image, made now if missing.
   func meta(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HeadDecision {
+    let profile: ModelProfile?
+    switch ProfileQuery.profiles(in: head.query) {
+    case .failure(let error): return .respond(problem(error, context))
+    case .success(let profiles): profile = profiles.first
+    }
     let principal: Principal
     switch access.authorize(head, scope: .read) {
     case .failure(let error): return .respond(problem(error, context))
     case .success(let p): principal = p
     }
-    return .offload { [self] _ in
+    return .offload { [self] cancellation in
       switch lookup(tenant: principal.tenant, viewer: principal.viewer, id: id, context: context) {
       case .failure(let failure): return failure.response
       case .success(let record):
+        let chosen = profile ?? options.profiles.defaultProfile(for: principal.tenant)
+        let renditions: [String: Rendition]
+        do {
+          renditions = try self.renditions(
+            of: record, ensuring: chosen, cancellation: PipelineCancellation(cancellation))
+        } catch {
+          return problem(error, context)
+        }
         return HTTPResponse(
           status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
-          body: .bytes(AttachmentJSON.record(record, signedURL: signedURL(for: record))))
+          body: .bytes(AttachmentJSON.record(view(record, renditions, profile: chosen))))
       }
     }
   }
@@ -102,9 +140,7 @@ extension AttachmentService {
   }
 
   /// The image with validators, `If-None-Match` → 304 and a single `Range` → 206 or 416.
-  private func serve(_ record: AttachmentRecord, head: HTTPRequestHead, context: RequestContext)
-    -> HTTPResponse
-  {
+  private func serve(_ record: ServedImage, head: HTTPRequestHead, context: RequestContext) -> HTTPResponse {
     let etag = "\"\(record.blob.hex)\""
     var headers: HTTPHeaders = [
       "ETag": etag, "Cache-Control": "private, max-age=\(options.cacheMaxAge), immutable",
@@ -129,10 +165,10 @@ extension AttachmentService {
       return problem(AppError.rangeNotSatisfiable(size: record.bytes), context)
     }
     let body: HTTPResponse.Body
-    if let path = store.path(for: record) {
+    if let path = store.blobs.path(for: record.blob) {
       body = .file(path: path, offset: UInt64(offset), length: UInt64(length))
     } else {
-      do { body = .bytes(try store.read(record, range: offset..<(offset + length))) } catch {
+      do { body = .bytes(try store.blobs.read(record.blob, range: offset..<(offset + length))) } catch {
         return problem(error, context)
       }
     }

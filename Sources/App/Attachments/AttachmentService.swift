@@ -50,6 +50,11 @@ public final class AttachmentService: Sendable {
     case .failure(let error): return .respond(problem(error, context))
     case .success(let p): principal = p
     }
+    let requested: [ModelProfile]
+    switch ProfileQuery.profiles(in: head.query) {
+    case .failure(let error): return .respond(problem(error, context))
+    case .success(let profiles): requested = profiles
+    }
     let sentKey = head.headers.first(name: "Idempotency-Key")
     if let sentKey, !(1...255).contains(sentKey.utf8.count) {
       return .respond(problem(AppError.invalidIdempotencyKey, context))
@@ -96,9 +101,14 @@ public final class AttachmentService: Sendable {
       }
       slot.ownKey(name)
     }
+    // The profile the record describes: the first asked for, else the tenant's default; the
+    // tenant's default is made too, so that the plain `url` needs no second pass.
+    let tenantDefault = options.profiles.defaultProfile(for: principal.tenant)
     let request = UploadRequest(
       principal: principal, idempotencyKey: idempotencyKey, requestID: context.requestID, slot: slot,
-      maxBodyBytes: bodyLimit, overLimit: overLimit)
+      maxBodyBytes: bodyLimit, overLimit: overLimit,
+      profiles: (requested + [tenantDefault]).filter { $0 != .default }.uniqued(),
+      describedProfile: requested.first ?? tenantDefault)
     do {
       return .readBody(
         try UploadConsumer(service: self, request: request, boundary: boundary, expectedBytes: expected))
@@ -134,16 +144,13 @@ public final class AttachmentService: Sendable {
       if let key = claimed { try? store.abandonIdempotent(tenant: tenant, key: key) }
       return failure.response
     case .success(let hold):
-      let owner = upload.request.principal.user
       var failed = UsageAmount.zero
       response =
         upload.multipart
         ? multipartResponse(
-          upload.parts, tenant: tenant, owner: owner, requestID: requestID, cancellation: cancellation,
-          failed: &failed)
+          upload.parts, request: upload.request, cancellation: cancellation, failed: &failed)
         : singleResponse(
-          upload.parts.first ?? [], tenant: tenant, owner: owner, requestID: requestID,
-          cancellation: cancellation, failed: &failed)
+          upload.parts.first ?? [], request: upload.request, cancellation: cancellation, failed: &failed)
       giveBack(failed, of: hold, requestID: requestID)
     }
     if let key = claimed {
@@ -179,19 +186,20 @@ public final class AttachmentService: Sendable {
   }
 
   private func singleResponse(
-    _ bytes: [UInt8], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation,
-    failed: inout UsageAmount
+    _ bytes: [UInt8], request: UploadRequest, cancellation: PipelineCancellation, failed: inout UsageAmount
   ) -> HTTPResponse {
-    switch processOne(bytes, tenant: tenant, owner: owner, requestID: requestID, cancellation: cancellation) {
+    switch processOne(bytes, request: request, cancellation: cancellation) {
     case .failure(let error):
       failed = UsageAmount(files: 1, bytes: bytes.count)
-      return problem(error, requestID: requestID)
-    case .success(let record):
-      let body = AttachmentJSON.record(record, signedURL: signedURL(for: record))
+      return problem(error, requestID: request.requestID)
+    case .success(let stored):
+      let body = AttachmentJSON.record(
+        view(stored.record, stored.renditions, profile: request.describedProfile))
       return HTTPResponse(
         status: 201,
         headers: [
-          "Content-Type": "application/json", "Location": Application.attachmentsPath + "/" + record.id,
+          "Content-Type": "application/json",
+          "Location": options.link(Application.attachmentsPath + "/" + stored.record.id),
           "Cache-Control": "no-store",
         ], body: .bytes(body))
     }
@@ -200,19 +208,19 @@ public final class AttachmentService: Sendable {
   /// 201 with a list when at least one part was stored (failed parts as problem objects with
   /// their `part` index); when every part failed, the first failure's problem.
   private func multipartResponse(
-    _ parts: [[UInt8]], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation,
-    failed: inout UsageAmount
+    _ parts: [[UInt8]], request: UploadRequest, cancellation: PipelineCancellation, failed: inout UsageAmount
   ) -> HTTPResponse {
+    let requestID = request.requestID
     var out: [UInt8] = [UInt8(ascii: "[")]
     var firstFailure: (any Error)?
     var firstLocation: String?
     for (index, part) in parts.enumerated() {
       if index > 0 { out.append(UInt8(ascii: ",")) }
-      switch processOne(part, tenant: tenant, owner: owner, requestID: requestID, cancellation: cancellation)
-      {
-      case .success(let record):
-        firstLocation = firstLocation ?? Application.attachmentsPath + "/" + record.id
-        AttachmentJSON.record(record, signedURL: signedURL(for: record), into: &out)
+      switch processOne(part, request: request, cancellation: cancellation) {
+      case .success(let stored):
+        firstLocation = firstLocation ?? options.link(Application.attachmentsPath + "/" + stored.record.id)
+        AttachmentJSON.record(
+          view(stored.record, stored.renditions, profile: request.describedProfile), into: &out)
       case .failure(let error):
         failed.files += 1
         failed.bytes += part.count
@@ -232,13 +240,15 @@ public final class AttachmentService: Sendable {
       body: .bytes(out))
   }
 
-  /// Pipeline, then store; errors are returned, not thrown, so a multipart upload goes on. A
-  /// run stopped by its deadline or `cancellation` stores nothing.
+  /// Pipeline, then store (the image, then the renditions the request asked for); errors are
+  /// returned, not thrown, so a multipart upload goes on. A run stopped by its deadline or
+  /// `cancellation` stores nothing.
   private func processOne(
-    _ bytes: [UInt8], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation
-  ) -> Result<AttachmentRecord, any Error> {
+    _ bytes: [UInt8], request: UploadRequest, cancellation: PipelineCancellation
+  ) -> Result<StoredAttachment, any Error> {
+    let requestID = request.requestID
     do {
-      let image = try pipeline.process(bytes, cancellation: cancellation)
+      let image = try pipeline.process(bytes, profiles: request.profiles, cancellation: cancellation)
       for timing in image.timings {
         let (seconds, attoseconds) = timing.duration.components
         metrics.recordStage(timing.stage, seconds: Double(seconds) + Double(attoseconds) * 1e-18)
@@ -249,9 +259,11 @@ public final class AttachmentService: Sendable {
         bytes: image.source.bytes, orientation: image.source.orientation,
         orientationSource: image.source.orientationSource.rawValue, colourProfile: image.source.colourProfile)
       let record = try store.store(
-        tenant: tenant, owner: owner, bytes: image.jpeg, width: image.width, height: image.height,
-        source: source)
-      return .success(record)
+        tenant: request.principal.tenant, owner: request.principal.user, bytes: image.jpeg,
+        width: image.width,
+        height: image.height, source: source)
+      return .success(
+        StoredAttachment(record: record, renditions: try storeRenditions(image.renditions, of: record)))
     } catch let error as PipelineError {
       // The library's words go to the event log only; never the file name or any bytes.
       eventLog.info(
@@ -265,6 +277,22 @@ public final class AttachmentService: Sendable {
 
   func signedURL(for record: AttachmentRecord) -> String {
     access.signer.make(id: record.id, tenant: record.tenant, now: Int(store.now.timeIntervalSince1970)).path
+  }
+
+  /// What a record shows: its renditions, `profile` at the top level, links as configured.
+  ///
+  /// A profile whose rendition could not be stored with the upload (logged; the next request
+  /// for it makes it) is not described at the top level: the stored image is, as `default`.
+  func view(_ record: AttachmentRecord, _ renditions: [String: Rendition], profile: ModelProfile)
+    -> RecordView
+  {
+    let stored = (record.width, record.height)
+    let missing =
+      renditions[profile.rawValue] == nil && profile.size(ofStored: record.width, record.height) != stored
+    return RecordView(
+      record: record, renditions: renditions, profile: missing ? .default : profile,
+      tenantDefault: options.profiles.defaultProfile(for: record.tenant), baseURL: options.publicBaseURL,
+      signedPath: signedURL(for: record))
   }
 
   // MARK: - Problems
@@ -309,6 +337,24 @@ struct UploadRequest: Sendable {
   var maxBodyBytes: Int
   /// What a body over `maxBodyBytes` is refused with.
   var overLimit: any Error
+  /// Model profiles whose renditions are made with the upload (never `default`).
+  var profiles: [ModelProfile] = []
+  /// The profile the answer's record describes at its top level.
+  var describedProfile: ModelProfile = .default
+}
+
+/// A stored attachment and the renditions stored with it, by profile name.
+struct StoredAttachment {
+  var record: AttachmentRecord
+  var renditions: [String: Rendition]
+}
+
+extension Array where Element: Hashable {
+  /// The elements in order, each once.
+  func uniqued() -> [Element] {
+    var seen = Set<Element>()
+    return filter { seen.insert($0).inserted }
+  }
 }
 
 /// One held upload slot (`AccessControl.beginUpload`), released exactly once.

@@ -26,6 +26,9 @@ struct PipelineContext {
   /// Set once the output exists; later pixel steps then have nothing to do.
   var output: [UInt8]?
   var losslessTransform = false
+  /// Model profiles to make renditions for in this run, and the renditions made.
+  var profiles: [ModelProfile] = []
+  var renditions: [ProfileRendition] = []
 
   init(input: [UInt8], configuration: Pipeline.Configuration, checkpoint: Checkpoint = .never) {
     self.input = input

@@ -79,6 +79,21 @@ extension PostgresIndex {
     );
     CREATE INDEX usage_counters_by_expiry ON usage_counters (expires_at);
     """,
+    // 3: renditions of an attachment per model profile; each holds one reference in `blobs`.
+    // No foreign key: deleting an attachment deletes its renditions in the same transaction,
+    // which also drops their blob references (a cascade could not).
+    """
+    CREATE TABLE renditions (
+      attachment text NOT NULL,
+      profile text NOT NULL,
+      blob text NOT NULL,
+      width integer NOT NULL,
+      height integer NOT NULL,
+      bytes bigint NOT NULL,
+      created_at bigint NOT NULL,
+      PRIMARY KEY (attachment, profile)
+    );
+    """,
   ]
 
   // pg_advisory_xact_lock key for migrations: "attachd" in ASCII. Every node takes it before

@@ -71,7 +71,13 @@ public final class PostgresIndex: AttachmentIndex {
   }
 
   public func deleteAttachment(tenant: String, id: String) throws -> AttachmentRecord? {
-    try query(.deleteAttachment, [.text(id), .text(tenant)]).first.map(Self.record)
+    try pool.withConnection { connection in
+      try connection.transaction {
+        let rows = try connection.query(.deleteAttachment, [.text(id), .text(tenant)]).all.map(Self.record)
+        try Self.release(rows, on: connection)
+        return rows.first
+      }
+    }
   }
 
   public func deleteExpired(now: Date, limit: Int) throws -> [AttachmentRecord] {
@@ -80,19 +86,29 @@ public final class PostgresIndex: AttachmentIndex {
         let rows = try connection.query(
           .deleteExpiredAttachments, [.integer(Self.seconds(now)), .integer(Int64(max(0, limit)))]
         ).all.map(Self.record)
-        var released: [String: Int] = [:]
-        for row in rows { released[row.blob.hex, default: 0] += 1 }
-        guard !released.isEmpty else { return rows }
-        let hashes = released.keys.sorted()
-        // Hex hashes and integers need no quoting inside an array literal.
-        let hashArray = PostgresValue.text("{" + hashes.joined(separator: ",") + "}")
-        let counts = PostgresValue.text(
-          "{" + hashes.map { String(released[$0]!) }.joined(separator: ",") + "}")
-        try connection.query(.lockBlobsInOrder, [hashArray])
-        try connection.query(.releaseBlobReferences, [hashArray, counts])
+        try Self.release(rows, on: connection)
         return rows
       }
     }
+  }
+
+  /// Deletes the renditions of deleted attachment rows and drops every blob reference the rows
+  /// and renditions held, blob rows locked in hash order (inside the caller's transaction).
+  private static func release(_ rows: [AttachmentRecord], on connection: PostgresConnection) throws {
+    guard !rows.isEmpty else { return }
+    var released: [String: Int] = [:]
+    for row in rows { released[row.blob.hex, default: 0] += 1 }
+    // Ids are `att_` + base64url: nothing to quote inside an array literal.
+    let ids = PostgresValue.text("{" + rows.map(\.id).joined(separator: ",") + "}")
+    for row in try connection.query(.deleteRenditionsOf, [ids]).all {
+      if let blob = row.text(0) { released[blob, default: 0] += 1 }
+    }
+    let hashes = released.keys.sorted()
+    // Hex hashes and integers need no quoting inside an array literal.
+    let hashArray = PostgresValue.text("{" + hashes.joined(separator: ",") + "}")
+    let counts = PostgresValue.text("{" + hashes.map { String(released[$0]!) }.joined(separator: ",") + "}")
+    try connection.query(.lockBlobsInOrder, [hashArray])
+    try connection.query(.releaseBlobReferences, [hashArray, counts])
   }
 
   public func referenceCount(of blob: BlobHash) throws -> Int {

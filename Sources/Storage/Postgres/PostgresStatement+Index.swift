@@ -13,6 +13,7 @@ extension PostgresStatement {
     claimIdempotent, readIdempotent, completeIdempotent, abandonIdempotent, purgeIdempotent,
     pinBlob, unpinBlob, purgeBlobPins, unreferencedBlobs, ensureBlobRow, lockBlob, blobStillNeeded,
     forgetBlob, ensureUsageCounter, lockUsageCounter, setUsageCounter, releaseUsage, usage, purgeUsage,
+    deleteRenditionsOf, lockLiveAttachment, insertRendition, addBlobReference, rendition, renditionsOf,
   ]
 
   // MARK: - Schema
@@ -54,16 +55,11 @@ extension PostgresStatement {
   static let tenantOfAttachment = PostgresStatement(
     "tenant_of_attachment", "SELECT tenant FROM attachments WHERE id = $1 AND expires_at > $2")
 
+  /// The row only: its blob references (and its renditions') are released by the caller in
+  /// the same transaction, blob rows locked in hash order.
   static let deleteAttachment = PostgresStatement(
     "delete_attachment",
-    """
-    WITH gone AS (
-      DELETE FROM attachments WHERE id = $1 AND tenant = $2 RETURNING \(attachmentColumns)
-    ), released AS (
-      UPDATE blobs SET refs = blobs.refs - 1 FROM gone WHERE blobs.hash = gone.blob
-    )
-    SELECT \(attachmentColumns) FROM gone
-    """)
+    "DELETE FROM attachments WHERE id = $1 AND tenant = $2 RETURNING \(attachmentColumns)")
 
   /// Claims up to $2 expired rows no other node is deleting (SKIP LOCKED) and deletes them.
   static let deleteExpiredAttachments = PostgresStatement(
@@ -224,4 +220,33 @@ extension PostgresStatement {
     "usage", "SELECT files, bytes FROM usage_counters WHERE tenant = $1 AND name = $2 AND expires_at > $3")
   static let purgeUsage = PostgresStatement(
     "purge_usage", "DELETE FROM usage_counters WHERE expires_at <= $1")
+}
+
+// MARK: - Renditions
+
+extension PostgresStatement {
+  static let renditionColumns = "attachment, profile, blob, width, height, bytes, created_at"
+
+  /// The renditions of deleted attachments ($1: their ids), with the blobs whose references go.
+  static let deleteRenditionsOf = PostgresStatement(
+    "delete_renditions_of", "DELETE FROM renditions WHERE attachment = ANY($1::text[]) RETURNING blob")
+  /// Holds the live attachment against deletion until the rendition's insert commits.
+  static let lockLiveAttachment = PostgresStatement(
+    "lock_live_attachment", "SELECT 1 FROM attachments WHERE id = $1 AND expires_at > $2 FOR SHARE")
+  static let insertRendition = PostgresStatement(
+    "insert_rendition",
+    """
+    INSERT INTO renditions (\(renditionColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (attachment, profile) DO NOTHING RETURNING 1
+    """)
+  static let addBlobReference = PostgresStatement(
+    "add_blob_reference",
+    """
+    INSERT INTO blobs (hash, refs, bytes) VALUES ($1, 1, $2)
+    ON CONFLICT (hash) DO UPDATE SET refs = blobs.refs + 1, bytes = excluded.bytes
+    """)
+  static let rendition = PostgresStatement(
+    "rendition", "SELECT \(renditionColumns) FROM renditions WHERE attachment = $1 AND profile = $2")
+  static let renditionsOf = PostgresStatement(
+    "renditions_of", "SELECT \(renditionColumns) FROM renditions WHERE attachment = $1 ORDER BY profile")
 }

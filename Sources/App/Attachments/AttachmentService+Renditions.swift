@@ -1,0 +1,91 @@
+import Foundation
+import ImagePipeline
+import Server
+import Storage
+
+// How a model profile's image is made and cached.
+//
+// At upload, the renditions asked for (`?profile=`, and the tenant's default profile) are made
+// in the same pipeline run as the default image, from its pixels before encoding (see
+// `RenditionStep`), and stored with it. A profile asked for later (`GET …?profile=`, `/meta`)
+// whose rendition does not exist yet is made then, once, from the stored default JPEG (decoded
+// with DCT scaling, resampled, encoded), on the worker pool under the pipeline's deadline and
+// memory budget, and stored. Either way the rendition is a blob of its own, content-addressed
+// like every blob, with a row in the index's `renditions` table that counts as a reference to
+// it: deleting or expiring the attachment deletes its renditions in the same transaction, and
+// their blobs go when nothing else refers to them. A profile whose size is the default image's
+// own has no rendition: the default image is served for it.
+extension AttachmentService {
+  /// Stores the renditions an upload's pipeline run made. A failure to store one is logged and
+  /// left for a later request to make again, never a failed upload.
+  func storeRenditions(_ renditions: [ProfileRendition], of record: AttachmentRecord) throws -> [String:
+    Rendition]
+  {
+    var stored: [String: Rendition] = [:]
+    for rendition in renditions {
+      do {
+        if let row = try store.storeRendition(
+          of: record, profile: rendition.profile.rawValue, bytes: rendition.jpeg, width: rendition.width,
+          height: rendition.height)
+        {
+          stored[row.profile] = row
+        }
+      } catch {
+        eventLog.warning(
+          "rendition not stored",
+          fields: [("profile", rendition.profile.rawValue), ("detail", String(describing: error))])
+      }
+    }
+    return stored
+  }
+
+  /// The stored renditions of `record`, with `profile`'s made now if it needs one and has none.
+  func renditions(
+    of record: AttachmentRecord, ensuring profile: ModelProfile, cancellation: PipelineCancellation
+  )
+    throws -> [String: Rendition]
+  {
+    var renditions = try store.renditions(of: record)
+    let size = profile.size(ofStored: record.width, record.height)
+    guard size != (record.width, record.height), renditions[profile.rawValue] == nil else {
+      return renditions
+    }
+    let stored = try store.read(record)
+    for made in try pipeline.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation) {
+      guard
+        let row = try store.storeRendition(
+          of: record, profile: made.profile.rawValue, bytes: made.jpeg, width: made.width, height: made.height
+        )
+      else { throw AppError.notFound }  // deleted or expired meanwhile
+      renditions[row.profile] = row
+    }
+    return renditions
+  }
+
+  /// The image `profile` serves for `record`: its rendition (made now if missing) or the
+  /// stored default.
+  func image(of record: AttachmentRecord, profile: ModelProfile, cancellation: PipelineCancellation) throws
+    -> ServedImage
+  {
+    let renditions = try renditions(of: record, ensuring: profile, cancellation: cancellation)
+    if let rendition = renditions[profile.rawValue] {
+      return ServedImage(blob: rendition.blob, bytes: rendition.bytes, contentType: record.contentType)
+    }
+    return ServedImage(blob: record.blob, bytes: record.bytes, contentType: record.contentType)
+  }
+}
+
+/// The blob a `GET` of an attachment sends.
+struct ServedImage {
+  var blob: BlobHash
+  var bytes: Int
+  var contentType: String
+}
+
+extension PipelineCancellation {
+  /// A pipeline cancellation raised when the request's client goes away.
+  convenience init(_ request: RequestCancellation) {
+    self.init()
+    request.onCancel { [self] in cancel() }
+  }
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+extension AttachmentStore {
+  /// Stores a rendition of `record` for `profile` (blob first, pinned, then its row), or
+  /// returns the one already stored for that profile; nil when the attachment is gone.
+  ///
+  /// Two requests making the same rendition at once both write the same bytes (deterministic
+  /// output, one content address); the first row wins, and the other's blob reference is
+  /// never added, so nothing leaks.
+  public func storeRendition(
+    of record: AttachmentRecord, profile: String, bytes: [UInt8], width: Int, height: Int
+  ) throws -> Rendition? {
+    try bytes.withUnsafeBytes { buffer in
+      let hash = BlobHash.of(buffer)
+      let pin = try index.pinBlob(hash, now: now, lease: configuration.pinLease)
+      defer { try? index.unpinBlob(pin) }
+      _ = try blobs.put(buffer, sha256: hash)
+      let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+      return try index.insertRendition(
+        Rendition(
+          attachment: record.id, profile: profile, blob: hash, width: width, height: height,
+          bytes: buffer.count,
+          createdAt: created), now: now)
+    }
+  }
+
+  /// The renditions stored for `record`, by profile name.
+  public func renditions(of record: AttachmentRecord) throws -> [String: Rendition] {
+    var byProfile: [String: Rendition] = [:]
+    for rendition in try index.renditions(ofAttachment: record.id) {
+      byProfile[rendition.profile] = rendition
+    }
+    return byProfile
+  }
+
+  /// The stored bytes of a rendition (or the bytes in `range`, clamped).
+  public func read(_ rendition: Rendition, range: Range<Int>? = nil) throws -> [UInt8] {
+    try blobs.read(rendition.blob, range: range)
+  }
+
+  /// A local file holding the rendition's bytes (for `sendfile`), when the blob store has one.
+  public func path(for rendition: Rendition) -> String? { blobs.path(for: rendition.blob) }
+}
