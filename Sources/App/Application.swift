@@ -16,6 +16,8 @@ public final class Application: HTTPHandler {
     case image
     case meta
     case delete
+    case tusCreation
+    case tusUpload
 
     /// The path template, for metrics labels (never the raw path).
     public var template: String {
@@ -26,6 +28,8 @@ public final class Application: HTTPHandler {
       case .upload: Application.attachmentsPath
       case .image, .delete: Application.attachmentsPath + "/{id}"
       case .meta: Application.attachmentsPath + "/{id}/meta"
+      case .tusCreation: TusProtocol.path
+      case .tusUpload: TusProtocol.path + "/{id}"
       }
     }
   }
@@ -44,6 +48,10 @@ public final class Application: HTTPHandler {
   public let attachments: AttachmentService?
   /// Why storage could not be opened, when it could not.
   public let storageFailure: String?
+  /// The durable upload engine under resumable uploads; nil when storage could not be opened.
+  public let uploads: (any UploadStore)?
+  /// tus 1.0 at `/v1/tus`; nil when storage could not be opened.
+  let tus: TusService?
   let sweeper: Sweeper?
   let router: Router<Route>
   let requestIDs = RequestIDs()
@@ -58,6 +66,8 @@ public final class Application: HTTPHandler {
     router.add("GET", attachmentsPath + "/{id}", .image)
     router.add("DELETE", attachmentsPath + "/{id}", .delete)
     router.add("GET", attachmentsPath + "/{id}/meta", .meta)
+    for method in TusService.collectionMethods { router.add(method, TusProtocol.path, .tusCreation) }
+    for method in TusService.uploadMethods { router.add(method, TusProtocol.path + "/{id}", .tusUpload) }
     return router
   }
 
@@ -102,15 +112,36 @@ public final class Application: HTTPHandler {
       let service = AttachmentService(
         store: store, pipeline: pipeline, access: control, metrics: metrics, options: options,
         eventLog: eventLog)
+      let uploadStore = try Self.openUploadStore(store, configuration: configuration)
       attachments = service
-      sweeper = Sweeper(store: store, interval: Double(options.sweepInterval), eventLog: eventLog)
+      uploads = uploadStore
+      tus = TusService(
+        attachments: service, uploads: uploadStore,
+        configuration: TusService.Configuration(
+          lifetime: options.resumableTTL, maxMetadataBytes: UploadStoreConfiguration().maxMetadataBytes,
+          publicBaseURL: options.publicBaseURL))
+      sweeper = Sweeper(
+        store: store, uploads: uploadStore, interval: Double(options.sweepInterval), eventLog: eventLog)
       storageFailure = nil
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
     } catch {
       attachments = nil
+      uploads = nil
+      tus = nil
       sweeper = nil
       storageFailure = String(describing: error)
     }
+  }
+
+  /// The embedded upload engine: spool files under the data directory, state in the index.
+  static func openUploadStore(_ store: AttachmentStore, configuration: Configuration) throws -> any UploadStore {
+    guard let index = store.index as? SQLiteIndex else {
+      throw AppError.notReady(reason: "the embedded upload store needs the SQLite index")
+    }
+    var engine = UploadStoreConfiguration()
+    engine.resumableLifetime = configuration.attachments.resumableTTL
+    return try FileUploadStore(
+      dataDirectory: configuration.storage.dataDirectory, index: index, configuration: engine)
   }
 
   /// Labels the request (its id, on the response too, and its route template for metrics),
@@ -118,7 +149,27 @@ public final class Application: HTTPHandler {
   /// once when refused; whatever touches the disk is offloaded to the worker pool.
   public func head(_ head: HTTPRequestHead, context: inout RequestContext) -> HeadDecision {
     RequestIDs.label(&context, id: requestIDs.id(for: head))
-    let match = router.match(method: head.method, path: head.path)
+    var method = head.method
+    let isTus = head.path == TusProtocol.path || head.path.hasPrefix(TusProtocol.path + "/")
+    if isTus {
+      // Every tus answer carries Tus-Resumable, the server's own (408, 503 …) and 404/405 too.
+      for (name, value) in TusProtocol.responseHeaders { context.responseHeaders.add(name: name, value: value) }
+      method = TusProtocol.method(of: head)
+    }
+    let match = router.match(method: method, path: head.path)
+    if isTus, case .found(let route, let parameters) = match {
+      context.route = route.template
+      guard let tus else { return storageUnavailable(context) }
+      return tus.head(head, method: method, id: parameters["id"], context: context)
+    }
+    if case .found(.upload, _) = match, head.headers.contains(name: "Tus-Resumable") {
+      // A tus client pointed at the attachments URL: tus wins over the other upload protocols
+      // when it says so, and the upload lives under /v1/tus like any other.
+      context.route = Route.tusCreation.template
+      for (name, value) in TusProtocol.responseHeaders { context.responseHeaders.add(name: name, value: value) }
+      guard let tus else { return storageUnavailable(context) }
+      return tus.head(head, method: TusProtocol.method(of: head), id: nil, context: context)
+    }
     if case .found(let route, _) = match {
       context.route = route.template
     } else {
@@ -128,12 +179,7 @@ public final class Application: HTTPHandler {
       route == .upload || route == .image || route == .meta
         || route == .delete
     {
-      guard let attachments else {
-        return .respond(
-          ErrorTable.response(
-            for: AppError.notReady(reason: storageFailure ?? "storage"), requestID: context.requestID,
-            log: eventLog))
-      }
+      guard let attachments else { return storageUnavailable(context) }
       let id = parameters["id"] ?? ""
       switch route {
       case .upload: return attachments.uploadHead(head, context: context)
@@ -160,6 +206,13 @@ public final class Application: HTTPHandler {
     case .found, .notFound:
       return .respond(ErrorTable.response(for: AppError.notFound, requestID: requestID, log: nil))
     }
+  }
+
+  /// 503 `not_ready` for a route that needs the storage that could not be opened.
+  func storageUnavailable(_ context: RequestContext) -> HeadDecision {
+    .respond(
+      ErrorTable.response(
+        for: AppError.notReady(reason: storageFailure ?? "storage"), requestID: context.requestID, log: eventLog))
   }
 
   /// 200 when ready (data directory and storage writable, not draining), else 503

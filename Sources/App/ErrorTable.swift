@@ -40,6 +40,7 @@ public enum ErrorTable {
     case let error as AccessError: error.publicError
     case let error as TokenError: publicError(for: error)
     case let error as QuotaError: publicError(for: error)
+    case let error as TusError: publicError(for: error)
     default: internalError
     }
   }

@@ -54,13 +54,18 @@ extension AttachmentService {
     case .success(let p): principal = p
     }
     return .offload { [self] _ in
-      switch lookup(tenant: principal.tenant, viewer: principal.viewer, id: id, context: context) {
-      case .failure(let failure): return failure.response
-      case .success(let record):
-        return HTTPResponse(
-          status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
-          body: .bytes(AttachmentJSON.record(record, signedURL: signedURL(for: record))))
-      }
+      metaResponse(tenant: principal.tenant, viewer: principal.viewer, id: id, context: context)
+    }
+  }
+
+  /// The JSON record of `id` as `/meta` answers it, or the 404 of a missing one (on a worker).
+  func metaResponse(tenant: String, viewer: Viewer, id: String, context: RequestContext) -> HTTPResponse {
+    switch lookup(tenant: tenant, viewer: viewer, id: id, context: context) {
+    case .failure(let failure): return failure.response
+    case .success(let record):
+      return HTTPResponse(
+        status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
+        body: .bytes(AttachmentJSON.record(record, signedURL: signedURL(for: record))))
     }
   }
 

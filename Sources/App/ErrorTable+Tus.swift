@@ -1,0 +1,72 @@
+import HTTP
+
+extension ErrorTable {
+  /// tus 1.0 refusals. Statuses are the ones the tus specification names (412, 415, 409, 460,
+  /// 413, 400); the problem body and a stable `code` come on top, as for every error here.
+  static func publicError(for error: TusError) -> PublicError {
+    func offset(_ value: Int) -> HTTPHeaders { ["Upload-Offset": String(value)] }
+    switch error {
+    case .versionUnsupported:
+      return PublicError(
+        status: 412, code: "tus_version_unsupported", title: "Tus-Resumable must be 1.0.0",
+        headers: ["Tus-Version": TusProtocol.version])
+    case .invalidUploadLength:
+      return PublicError(
+        status: 400, code: "invalid_upload_length", title: "Upload-Length must be a non-negative integer")
+    case .invalidUploadOffset:
+      return PublicError(
+        status: 400, code: "invalid_upload_offset", title: "Upload-Offset must be a non-negative integer")
+    case .invalidDeferLength:
+      return PublicError(
+        status: 400, code: "invalid_upload_defer_length", title: "Upload-Defer-Length must be 1")
+    case .uploadLengthRequired:
+      return PublicError(
+        status: 400, code: "upload_length_required",
+        title: "Send either Upload-Length or Upload-Defer-Length: 1")
+    case .invalidMetadata:
+      return PublicError(
+        status: 400, code: "invalid_upload_metadata",
+        title: "Upload-Metadata must be comma-separated unique keys with base64 values")
+    case .invalidChecksum:
+      return PublicError(
+        status: 400, code: "invalid_upload_checksum",
+        title: "Upload-Checksum must be an algorithm and its base64 digest")
+    case .checksumAlgorithmUnsupported:
+      return PublicError(
+        status: 400, code: "checksum_algorithm_unsupported",
+        title: "Upload-Checksum algorithm not supported (see Tus-Checksum-Algorithm)")
+    case .checksumMismatch(let value):
+      return PublicError(
+        status: 460, code: "checksum_mismatch", title: "The chunk does not match its checksum",
+        headers: offset(value))
+    case .contentTypeRequired:
+      return PublicError(
+        status: 415, code: "tus_content_type",
+        title: "Content-Type must be application/offset+octet-stream")
+    case .offsetMismatch(let value):
+      return PublicError(
+        status: 409, code: "offset_mismatch", title: "Upload-Offset is not the upload's offset",
+        headers: offset(value))
+    case .lengthMismatch:
+      return PublicError(
+        status: 400, code: "upload_length_mismatch",
+        title: "Upload-Length contradicts the upload's length")
+    case .lengthExceeded(let value):
+      return PublicError(
+        status: 413, code: "upload_length_exceeded", title: "More bytes than the upload's length",
+        headers: offset(value))
+    case .uploadIncomplete(let value):
+      return PublicError(
+        status: 409, code: "upload_incomplete", title: "The upload has not received all its bytes",
+        headers: offset(value))
+    case .processing:
+      return PublicError(
+        status: 409, code: "upload_in_progress", title: "The upload is being processed",
+        headers: ["Retry-After": "1"])
+    case .preempted(let value):
+      return PublicError(
+        status: 409, code: "upload_preempted", title: "A newer request took the upload over",
+        headers: offset(value))
+    }
+  }
+}

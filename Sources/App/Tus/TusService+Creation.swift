@@ -1,0 +1,106 @@
+import Foundation
+import HTTP
+import Server
+import Storage
+
+extension TusService {
+  /// What a creation request asks for, read from its head.
+  struct Creation: Sendable {
+    /// The declared length, or nil when deferred.
+    var length: Int?
+    /// The most bytes this caller's upload may hold (the server's cap or a token's `max_bytes`).
+    var maxLength: Int
+    /// `Upload-Metadata` as sent, or empty.
+    var metadata: String
+  }
+
+  /// `POST /v1/tus`: reads `Upload-Length` or `Upload-Defer-Length: 1`, `Upload-Metadata`, and
+  /// creates the upload (201 + absolute `Location` + `Upload-Expires`). With a body
+  /// (creation-with-upload) the bytes go in like a PATCH at offset 0.
+  func create(_ head: HTTPRequestHead, principal: Principal, context: RequestContext) -> HeadDecision {
+    let creation: Creation
+    do {
+      creation = try readCreation(head, principal: principal)
+    } catch {
+      return .respond(problem(error, context))
+    }
+    let location = { [self] (id: String) in self.location(for: id, head: head) }
+    if TusProtocol.hasBody(head) {
+      guard TusProtocol.isOffsetStream(head) else {
+        return .respond(problem(TusError.contentTypeRequired, context))
+      }
+      return createWithUpload(head, creation: creation, principal: principal, location: location, context: context)
+    }
+    return .offload { [self] _ in
+      do {
+        let state = try uploads.create(newUpload(creation, principal: principal))
+        return HTTPResponse(
+          status: 201,
+          headers: [
+            "Location": location(state.id), "Upload-Expires": Self.expires(state), "Cache-Control": "no-store",
+          ])
+      } catch {
+        return problem(error, context)
+      }
+    }
+  }
+
+  /// The creation headers, checked in the order a client can fix them: length, size, metadata.
+  func readCreation(_ head: HTTPRequestHead, principal: Principal) throws -> Creation {
+    let deferred = try TusProtocol.defersLength(head)
+    let length = try TusProtocol.uploadLength(head)
+    guard deferred != (length != nil) else { throw TusError.uploadLengthRequired }
+    let serverLimit = attachments.options.maxUploadBytes
+    let maxLength = access.maxUploadBytes(for: principal, serverLimit: serverLimit)
+    if let length {
+      // An empty upload is an empty image: refused now, as a plain upload without a body is.
+      guard length > 0 else { throw AppError.emptyUpload }
+      guard length <= maxLength else {
+        throw maxLength < serverLimit ? AccessError.token(.maxBytesExceeded) : AppError.uploadTooLarge
+      }
+    }
+    var metadata = ""
+    // An empty value means no metadata: tuspy sends `Upload-Metadata:` with nothing after it.
+    if let text = try TusProtocol.single(head, "Upload-Metadata", or: .invalidMetadata),
+      !text.trimmingASCIIWhitespace().isEmpty
+    {
+      metadata = try TusMetadata(parsing: text, maxBytes: options.storeConfiguration().maxMetadataBytes).text
+    }
+    return Creation(length: length, maxLength: maxLength, metadata: metadata)
+  }
+
+  func newUpload(_ creation: Creation, principal: Principal) -> NewUpload {
+    NewUpload(
+      tenant: principal.tenant, owner: principal.user, length: creation.length, maxLength: creation.maxLength,
+      metadata: Array(creation.metadata.utf8), protocolName: TusProtocol.protocolName,
+      lifetime: options.resumableTTL)
+  }
+
+  /// The absolute URL of upload `id`: `uploads.publicURL` when set, else the request's own
+  /// `Host` with `X-Forwarded-Proto` (`http` or `https`; `http` otherwise), else (no usable
+  /// `Host`) the path alone, which tus allows. The `Host` a client sent only shapes its own
+  /// answer, which no cache keeps (`no-store`).
+  func location(for id: String, head: HTTPRequestHead) -> String {
+    let path = TusProtocol.path + "/" + id
+    if !options.publicURL.isEmpty { return options.publicURL + path }
+    let hosts = head.headers["Host"]
+    guard hosts.count == 1, Self.isHost(hosts[0]) else { return path }
+    var scheme = "http"
+    let forwarded = head.headers["X-Forwarded-Proto"]
+    if forwarded.count == 1, ["http", "https"].contains(forwarded[0].lowercased()) {
+      scheme = forwarded[0].lowercased()
+    }
+    return scheme + "://" + hosts[0] + path
+  }
+
+  /// A `Host` value we put into a URL: 1…255 of letters, digits, `.`, `-`, `:`, `[`, `]`
+  /// (names, IPv4, bracketed IPv6, a port).
+  static func isHost(_ value: String) -> Bool {
+    let utf8 = value.utf8
+    guard (1...255).contains(utf8.count) else { return false }
+    return utf8.allSatisfy { c in
+      (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E
+        || c == 0x2D || c == 0x3A || c == 0x5B || c == 0x5D
+    }
+  }
+}

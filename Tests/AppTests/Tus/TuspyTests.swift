@@ -1,0 +1,98 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import App
+
+/// tuspy, the tus project's own Python client, against the live server through a loopback proxy
+/// that cuts or corrupts a PATCH (`Tests/Fixtures/tus/tuspy_driver.py`).
+@Suite(
+  .serialized, .timeLimit(.minutes(3)),
+  .enabled(if: Corpus.directory != nil, "skipped: corpus not present"),
+  .enabled(if: TuspyTests.tuspyInstalled, "skipped: tuspy not installed (Scripts/install-deps)"))
+struct TuspyTests {
+  static let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/tus/tuspy_driver.py")
+    .path
+
+  static let tuspyInstalled: Bool = {
+    (try? LiveTesting.run("/usr/bin/env", ["python3", "-c", "import tusclient"], timeout: 30).0) == 0
+  }()
+
+  /// What the driver reports.
+  struct Report: Decodable {
+    var url: String
+    var patch_offsets: [Int]
+    var cuts: Int
+    var corrupted: Int
+    var first_failure: Int?
+    var status: Int
+    var content_location: String?
+    var head_offset: String?
+    var head_metadata: String?
+  }
+
+  /// Runs the driver against `port` with `settings` (target, key and file filled in).
+  static func drive(port: Int, file: String, _ settings: [String: Any]) throws -> (Report, [String: Any]) {
+    var config = settings
+    config["target"] = "127.0.0.1:\(port)"
+    config["key"] = config["key"] ?? AttachmentServer.acmeKey
+    config["file"] = file
+    let json = String(decoding: try JSONSerialization.data(withJSONObject: config), as: UTF8.self)
+    let (status, output) = try LiveTesting.run("/usr/bin/env", ["python3", driver, json], timeout: 120)
+    #expect(status == 0, "tuspy driver failed")
+    let report = try JSONDecoder().decode(Report.self, from: output)
+    let object = try #require(try JSONSerialization.jsonObject(with: output) as? [String: Any])
+    return (report, try #require(object["record"] as? [String: Any]))
+  }
+
+  static let heic = "heic-iphonexs-irot-exif6-gps.heic"
+  static let jpeg = "jpeg-iphone6-gps.jpg"
+
+  @Test func tuspyUploadsInChunksAndTheRecordEqualsAPlainUploads() throws {
+    let tus = try TusServer()
+    defer { tus.stop() }
+    let file = UploadClientTests.corpusPath(Self.heic)
+    let chunk = 256 << 10
+    let (report, record) = try Self.drive(port: tus.port, file: file, ["mode": "plain", "chunk_size": chunk])
+    let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+    #expect(report.patch_offsets == Array(stride(from: 0, to: size, by: chunk)))
+    #expect(report.status == 200 && report.content_location?.hasPrefix("/v1/attachments/att_") == true)
+    #expect(report.head_offset == String(size))
+    #expect(report.head_metadata == "filename cGhvdG8uanBn")
+    let plain = try tus.plainRecord(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+    #expect(TusServer.content(record) == TusServer.content(plain))
+  }
+
+  @Test func tuspyResumesAfterItsConnectionIsCutMidPatch() throws {
+    let tus = try TusServer()
+    defer { tus.stop() }
+    let file = UploadClientTests.corpusPath(Self.heic)
+    let chunk = 256 << 10
+    let (report, record) = try Self.drive(
+      port: tus.port, file: file, ["mode": "cut", "at": 100_000, "chunk_size": chunk])
+    #expect(report.cuts == 1)
+    // The cut PATCH kept every byte that reached the server: tuspy resumed from there, in the
+    // middle of its chunk, not from the chunk's start.
+    #expect(Array(report.patch_offsets.prefix(2)) == [0, 100_000])
+    #expect(report.status == 200)
+    let plain = try tus.plainRecord(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+    #expect(TusServer.content(record) == TusServer.content(plain))
+  }
+
+  @Test func tuspyGets460ForACorruptedChunkAndItsRetryIsStored() throws {
+    let tus = try TusServer()
+    defer { tus.stop() }
+    let file = UploadClientTests.corpusPath(Self.jpeg)
+    let chunk = 512 << 10
+    let (report, record) = try Self.drive(
+      port: tus.port, file: file, ["mode": "corrupt", "at": 300_000, "chunk_size": chunk, "checksum": true])
+    #expect(report.corrupted == 1)
+    #expect(report.first_failure == 460)
+    // The corrupted chunk was discarded whole: the retry starts where it had started.
+    #expect(Array(report.patch_offsets.prefix(2)) == [0, 0])
+    #expect(report.status == 200)
+    let plain = try tus.plainRecord(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+    #expect(TusServer.content(record) == TusServer.content(plain))
+  }
+}
