@@ -93,17 +93,25 @@ public final class Application: HTTPHandler {
       }
       var storeConfiguration = AttachmentStore.Configuration()
       storeConfiguration.defaultRetention = TimeInterval(options.retention)
+      let directory = configuration.storage.dataDirectory
+      // One index for attachments and uploads: one SQLite file, one writer lock, one WAL.
+      let index = try SQLiteIndex(configuration: SQLiteIndex.Configuration(path: directory + "/index.sqlite"))
       let store = try AttachmentStore.embedded(
-        directory: configuration.storage.dataDirectory, configuration: storeConfiguration)
+        directory: directory, index: index, configuration: storeConfiguration)
+      let uploadStore = try FileUploadStore(
+        dataDirectory: directory, index: index, configuration: configuration.uploads.storeConfiguration())
+      Self.logRecovery(uploadStore.recovery, eventLog: eventLog)
       for (tenant, seconds) in options.tenantRetention.sorted(by: { $0.key < $1.key }) {
         try store.setRetention(TimeInterval(seconds), tenant: tenant)
       }
       let pipeline = try Pipeline(configuration: options.pipelineConfiguration())
+      let engine = UploadEngine(store: uploadStore, options: configuration.uploads)
       let service = AttachmentService(
         store: store, pipeline: pipeline, access: control, metrics: metrics, options: options,
-        eventLog: eventLog)
+        uploads: engine, eventLog: eventLog)
       attachments = service
-      sweeper = Sweeper(store: store, interval: Double(options.sweepInterval), eventLog: eventLog)
+      sweeper = Sweeper(
+        store: store, uploads: uploadStore, interval: Double(options.sweepInterval), eventLog: eventLog)
       storageFailure = nil
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
     } catch {
@@ -197,11 +205,30 @@ public final class Application: HTTPHandler {
       status: request.status, requestBytes: 0, responseBytes: Int(clamping: request.bytesOut))
   }
 
-  /// Starts the retention sweeper (`makeServer` does this).
-  public func startBackgroundWork() { sweeper?.start() }
+  /// Starts the retention sweeper and the upload commit timer (`makeServer` does this).
+  public func startBackgroundWork() {
+    sweeper?.start()
+    attachments?.uploads.start()
+  }
 
-  /// Stops the sweeper; call once the server has stopped.
-  public func stopBackgroundWork() { sweeper?.stop() }
+  /// Stops the sweeper and the upload engine's threads; call once the server has stopped.
+  public func stopBackgroundWork() {
+    sweeper?.stop()
+    attachments?.uploads.stop()
+  }
+
+  /// One event-log line when opening the upload store repaired something a crash left.
+  static func logRecovery(_ recovery: FileUploadStore.Recovery, eventLog: EventLog) {
+    guard recovery != FileUploadStore.Recovery() else { return }
+    eventLog.info(
+      "upload store recovered",
+      fields: [
+        ("removed_files", String(recovery.removedFiles)),
+        ("truncated_files", String(recovery.truncatedFiles)),
+        ("lowered_offsets", String(recovery.loweredOffsets)),
+        ("released_leases", String(recovery.releasedLeases)),
+      ])
+  }
 
   static func json(status: Int, _ text: StaticString) -> HTTPResponse {
     let body = text.withUTF8Buffer { Array($0) + [0x0A] }

@@ -18,6 +18,8 @@ public final class AttachmentService: Sendable {
   public let access: AccessControl
   public let metrics: AttachdMetrics
   public let options: Application.AttachmentOptions
+  /// The upload engine: spooled plain bodies and resumable uploads.
+  public let uploads: UploadEngine
   let eventLog: EventLog
   /// Jobs handed to the worker pool and not yet started.
   let queued = Atomic<Int>(0)
@@ -30,13 +32,14 @@ public final class AttachmentService: Sendable {
 
   public init(
     store: AttachmentStore, pipeline: Pipeline, access: AccessControl, metrics: AttachdMetrics,
-    options: Application.AttachmentOptions, eventLog: EventLog
+    options: Application.AttachmentOptions, uploads: UploadEngine, eventLog: EventLog
   ) {
     self.store = store
     self.pipeline = pipeline
     self.access = access
     self.metrics = metrics
     self.options = options
+    self.uploads = uploads
     self.eventLog = eventLog
   }
 
@@ -142,7 +145,7 @@ public final class AttachmentService: Sendable {
           upload.parts, tenant: tenant, owner: owner, requestID: requestID, cancellation: cancellation,
           failed: &failed)
         : singleResponse(
-          upload.parts.first ?? [], tenant: tenant, owner: owner, requestID: requestID,
+          upload.parts.first ?? ImageBytes([]), tenant: tenant, owner: owner, requestID: requestID,
           cancellation: cancellation, failed: &failed)
       giveBack(failed, of: hold, requestID: requestID)
     }
@@ -179,7 +182,8 @@ public final class AttachmentService: Sendable {
   }
 
   private func singleResponse(
-    _ bytes: [UInt8], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation,
+    _ bytes: ImageBytes, tenant: String, owner: String?, requestID: String,
+    cancellation: PipelineCancellation,
     failed: inout UsageAmount
   ) -> HTTPResponse {
     switch processOne(bytes, tenant: tenant, owner: owner, requestID: requestID, cancellation: cancellation) {
@@ -200,7 +204,8 @@ public final class AttachmentService: Sendable {
   /// 201 with a list when at least one part was stored (failed parts as problem objects with
   /// their `part` index); when every part failed, the first failure's problem.
   private func multipartResponse(
-    _ parts: [[UInt8]], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation,
+    _ parts: [ImageBytes], tenant: String, owner: String?, requestID: String,
+    cancellation: PipelineCancellation,
     failed: inout UsageAmount
   ) -> HTTPResponse {
     var out: [UInt8] = [UInt8(ascii: "[")]
@@ -235,10 +240,10 @@ public final class AttachmentService: Sendable {
   /// Pipeline, then store; errors are returned, not thrown, so a multipart upload goes on. A
   /// run stopped by its deadline or `cancellation` stores nothing.
   private func processOne(
-    _ bytes: [UInt8], tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation
+    _ bytes: ImageBytes, tenant: String, owner: String?, requestID: String, cancellation: PipelineCancellation
   ) -> Result<AttachmentRecord, any Error> {
     do {
-      let image = try pipeline.process(bytes, cancellation: cancellation)
+      let image = try bytes.withUnsafeBytes { try pipeline.process($0, cancellation: cancellation) }
       for timing in image.timings {
         let (seconds, attoseconds) = timing.duration.components
         metrics.recordStage(timing.stage, seconds: Double(seconds) + Double(attoseconds) * 1e-18)
@@ -338,13 +343,17 @@ final class UploadSlot: Sendable {
 struct ReceivedUpload: Sendable {
   var request: UploadRequest
   var multipart: Bool
-  var parts: [[UInt8]]
-  /// SHA-256 of the raw body, hashed while it arrived (multipart), else nil.
+  /// The images: the raw body, or the file parts of a multipart body.
+  var parts: [ImageBytes]
+  /// SHA-256 of the raw body, hashed while it arrived (multipart held in memory), else nil.
   var bodyDigest: String?
+  /// The whole raw body when it was spooled (a multipart body's parts are ranges of it).
+  var rawBody: ImageBytes?
 
-  /// The body's SHA-256 in hex (hashed now for a raw body).
+  /// The body's SHA-256 in hex (hashed now unless it was hashed while it arrived).
   func fingerprint() -> String {
     if let bodyDigest { return bodyDigest }
-    return Hex.encode(SHA256.hash(parts.first ?? []))
+    let whole = rawBody ?? parts.first ?? ImageBytes([])
+    return whole.withUnsafeBytes { Hex.encode(SHA256.hash($0)) }
   }
 }
