@@ -16,6 +16,10 @@ public final class Application: HTTPHandler {
     case image
     case meta
     case delete
+    /// `/v1/uploads/{id}`: a resumable upload (HEAD, GET, PATCH, DELETE, OPTIONS).
+    case uploadResource
+    /// `OPTIONS /v1/attachments`: what uploads may do here.
+    case uploadOptions
 
     /// The path template, for metrics labels (never the raw path).
     public var template: String {
@@ -23,7 +27,8 @@ public final class Application: HTTPHandler {
       case .healthz: "/healthz"
       case .readyz: "/readyz"
       case .metrics: "/metrics"
-      case .upload: Application.attachmentsPath
+      case .upload, .uploadOptions: Application.attachmentsPath
+      case .uploadResource: AttachmentService.uploadsPath + "/{id}"
       case .image, .delete: Application.attachmentsPath + "/{id}"
       case .meta: Application.attachmentsPath + "/{id}/meta"
       }
@@ -58,6 +63,10 @@ public final class Application: HTTPHandler {
     router.add("GET", attachmentsPath + "/{id}", .image)
     router.add("DELETE", attachmentsPath + "/{id}", .delete)
     router.add("GET", attachmentsPath + "/{id}/meta", .meta)
+    router.add("OPTIONS", attachmentsPath, .uploadOptions)
+    for method in ["GET", "PATCH", "DELETE", "OPTIONS"] {
+      router.add(method, AttachmentService.uploadsPath + "/{id}", .uploadResource)
+    }
     return router
   }
 
@@ -133,8 +142,7 @@ public final class Application: HTTPHandler {
       context.route = Self.unmatchedRoute
     }
     if case .found(let route, let parameters) = match,
-      route == .upload || route == .image || route == .meta
-        || route == .delete
+      [.upload, .image, .meta, .delete, .uploadResource, .uploadOptions].contains(route)
     {
       guard let attachments else {
         return .respond(
@@ -147,6 +155,9 @@ public final class Application: HTTPHandler {
       case .upload: return attachments.uploadHead(head, context: context)
       case .image: return attachments.image(head, id: id, context: context)
       case .meta: return attachments.meta(head, id: id, context: context)
+      case .uploadResource: return attachments.uploadResource(head, id: id, context: context)
+      case .uploadOptions:
+        return attachments.resumableOptions(head, fields: ResumableFields(head), context: context)
       default: return attachments.delete(head, id: id, context: context)
       }
     }

@@ -46,67 +46,24 @@ public final class AttachmentService: Sendable {
   // MARK: - Upload
 
   /// Decides an upload from its head: key, scope, rate, idempotency key, size, multipart
-  /// boundary and the upload cap, in that order; then reads the body.
+  /// boundary and the upload cap, in that order (`admit`); then reads the body. A request that
+  /// offers a resumable upload (`Upload-Draft-Interop-Version` and completeness) creates one.
   func uploadHead(_ head: HTTPRequestHead, context: RequestContext) -> HeadDecision {
-    let principal: Principal
-    switch access.authorize(head, scope: .upload) {
-    case .failure(let error): return .respond(problem(error, context))
-    case .success(let p): principal = p
+    if let resumable = ResumableFields(head), resumable.complete != nil {
+      return resumableCreation(head, fields: resumable, context: context)
     }
-    let sentKey = head.headers.first(name: "Idempotency-Key")
-    if let sentKey, !(1...255).contains(sentKey.utf8.count) {
-      return .respond(problem(AppError.invalidIdempotencyKey, context))
+    let admission: UploadAdmission
+    switch admit(head, context: context) {
+    case .refused(let response): return .respond(response)
+    case .admitted(let admitted): admission = admitted
     }
-    // A token user's keys are their own: two users of one tenant sending the same key must
-    // never get each other's answer. Neither a header value nor a `sub` holds a line break,
-    // so `user \n key` cannot meet a tenant key's plain one.
-    let idempotencyKey = sentKey.map { key in principal.user.map { $0 + "\n" + key } ?? key }
-    var boundary: String?
-    if let type = head.headers.first(name: "Content-Type"), type.lowercased().hasPrefix("multipart/") {
-      guard let found = MultipartParser.boundary(fromContentType: type) else {
-        return .respond(problem(AppError.malformedUpload("multipart without a form-data boundary"), context))
-      }
-      boundary = found
-    }
-    var expected: Int?
-    // A token's max_bytes caps a raw body as it arrives; a multipart body (boundaries and
-    // fields besides the files) is judged on its file parts once they are in.
-    let bodyLimit =
-      boundary == nil
-      ? access.maxUploadBytes(for: principal, serverLimit: options.maxUploadBytes) : options.maxUploadBytes
-    let overLimit: any Error =
-      bodyLimit < options.maxUploadBytes ? AccessError.token(.maxBytesExceeded) : AppError.uploadTooLarge
-    switch head.framing {
-    case .none: return .respond(problem(AppError.emptyUpload, context))
-    case .contentLength(let length):
-      if length == 0 { return .respond(problem(AppError.emptyUpload, context)) }
-      if length > UInt64(bodyLimit) { return .respond(problem(overLimit, context)) }
-      expected = Int(length)
-    case .chunked: break
-    }
-    if case .failure(let error) = access.beginUpload(for: principal) {
-      return .respond(problem(error, context))
-    }
-    metrics.uploadsInFlight.increment()
-    let slot = UploadSlot(service: self, principal: principal)
-    if let idempotencyKey {
-      // A retry while the first request is still sending its body: answer at once (the
-      // index claim, which needs the body's fingerprint, covers the rest).
-      let name = principal.tenant + "\n" + idempotencyKey
-      guard keysInFlight.withLock({ $0.insert(name).inserted }) else {
-        slot.release()
-        return .respond(problem(AppError.idempotencyInProgress, context))
-      }
-      slot.ownKey(name)
-    }
-    let request = UploadRequest(
-      principal: principal, idempotencyKey: idempotencyKey, requestID: context.requestID, slot: slot,
-      maxBodyBytes: bodyLimit, overLimit: overLimit)
     do {
       return .readBody(
-        try UploadConsumer(service: self, request: request, boundary: boundary, expectedBytes: expected))
+        try UploadConsumer(
+          service: self, request: admission.request, boundary: admission.boundary,
+          expectedBytes: admission.expectedBytes))
     } catch {
-      slot.release()
+      admission.request.slot.release()
       return .respond(problem(error, context))
     }
   }
