@@ -22,4 +22,6 @@ public enum AppError: Error, Sendable, Equatable {
   case invalidIdempotencyKey
   /// A `Range` outside the image of `size` bytes (416).
   case rangeNotSatisfiable(size: Int)
+  /// A resumable append whose `Content-Type` is not `application/partial-upload` (415).
+  case unsupportedPatchType
 }

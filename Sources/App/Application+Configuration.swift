@@ -12,6 +12,7 @@ extension Application {
     public var limits = LimitOptions()
     public var signing = SignedURL.Configuration()
     public var attachments = AttachmentOptions()
+    public var uploads = UploadOptions()
     public var log = LogOptions()
 
     public init() {}
@@ -24,6 +25,7 @@ extension Application {
       try limits.validate()
       try signing.validate()
       try attachments.validate()
+      try uploads.validate()
       try log.validate()
     }
   }

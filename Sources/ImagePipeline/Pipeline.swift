@@ -104,6 +104,13 @@ public struct Pipeline: Sendable {
     )
   }
 
+  /// Processes one upload read in place (e.g. a spooled body's file mapping).
+  public func process(
+    _ input: UnsafeRawBufferPointer, cancellation: PipelineCancellation? = nil
+  ) throws(PipelineError) -> ProcessedImage {
+    try process([UInt8](input), cancellation: cancellation)
+  }
+
   /// Processes one upload given as `Data`.
   public func process(
     _ input: Data, cancellation: PipelineCancellation? = nil

@@ -148,11 +148,13 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
       refuse(error)
       return
     }
-    guard let handle = state.withLock({ state -> (any RequestHandle)? in
-      guard state.phase == .spilling else { return nil }
-      state.phase = .reading
-      return state.handle
-    }) else { return }
+    guard
+      let handle = state.withLock({ state -> (any RequestHandle)? in
+        guard state.phase == .spilling else { return nil }
+        state.phase = .reading
+        return state.handle
+      })
+    else { return }
     continueReading(handle)
   }
 
@@ -177,9 +179,11 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
 
   /// The whole chunk is here: verify it, then write it through the writer and close.
   private func finish(trailers: HTTPHeaders) {
-    guard let (writer, handle, received) = state.withLock({ state in
-      state.writer.map { ($0, state.handle, state.received) }
-    }), let handle else { return }
+    guard
+      let (writer, handle, received) = state.withLock({ state in
+        state.writer.map { ($0, state.handle, state.received) }
+      }), let handle
+    else { return }
     let matched: Bool
     do {
       matched = try verify(trailers: trailers)
@@ -207,7 +211,8 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
     let closed = Result { try writer.close() }
     state.withLock { $0.phase = .done }
     delegate.closed(
-      UploadCloseOutcome(reason: .finished, refusal: nil, state: closed, bytesReceived: received), handle: handle)
+      UploadCloseOutcome(reason: .finished, refusal: nil, state: closed, bytesReceived: received),
+      handle: handle)
   }
 
   /// Whether the held chunk's digest is the one the client sent (in the head or the trailer).
@@ -242,7 +247,8 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
       writer.map { writer in Result { try writer.close() } }
       ?? .failure(StorageError(.invalidArgument, "no writer to close"))
     delegate.closed(
-      UploadCloseOutcome(reason: .refused, refusal: error, state: closed, bytesReceived: received), handle: handle)
+      UploadCloseOutcome(reason: .refused, refusal: error, state: closed, bytesReceived: received),
+      handle: handle)
   }
 
   /// The client left: a chunk that never ended cannot be verified, so none of it is kept.
@@ -256,7 +262,8 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
       writer.map { writer in Result { try writer.close() } }
       ?? .failure(StorageError(.invalidArgument, "no writer to close"))
     delegate.closed(
-      UploadCloseOutcome(reason: .aborted, refusal: nil, state: closed, bytesReceived: received), handle: handle)
+      UploadCloseOutcome(reason: .aborted, refusal: nil, state: closed, bytesReceived: received),
+      handle: handle)
   }
 
   /// The store's takeover callback (any thread, quick): stop; answer off the loop.

@@ -52,7 +52,8 @@ final class TusChunkDelegate: UploadBodyDelegate {
     case .creation(let creation, _):
       let state = try store.create(service.newUpload(creation, principal: request.principal))
       opened.withLock { $0 = state }
-      writer = try store.openWriter(tenant: tenant, id: state.id, offset: 0, length: nil, onPreempted: onPreempted)
+      writer = try store.openWriter(
+        tenant: tenant, id: state.id, offset: 0, length: nil, onPreempted: onPreempted)
     }
     let upload = writer.upload
     opened.withLock { $0 = upload }
@@ -70,7 +71,7 @@ final class TusChunkDelegate: UploadBodyDelegate {
     // A repeated final PATCH (its answer was lost): offset = length and no bytes. Answer what
     // the completion answered, processing again if the processor died.
     if case .upload(_, let offset, _) = chunk.target, let state = upload, state.isComplete,
-      offset == state.length, chunk.declaredBytes == 0, case .offsetMismatch = error as? TusError
+      offset == state.length, chunk.declaredBytes == 0
     {
       complete(state, handle: handle)
       return
@@ -96,7 +97,8 @@ final class TusChunkDelegate: UploadBodyDelegate {
         } else {
           refusal
         }
-      handle.respond(answer(service.problem(error, requestID: requestID), state: state, offset: state?.offset))
+      handle.respond(
+        answer(service.problem(error, requestID: requestID), state: state, offset: state?.offset))
     case .finished:
       switch outcome.state {
       case .failure(let error):

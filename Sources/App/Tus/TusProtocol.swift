@@ -46,7 +46,8 @@ enum TusProtocol {
   }
 
   /// The one value of header `name`, nil when absent; `error` when sent more than once.
-  static func single(_ head: HTTPRequestHead, _ name: String, or error: TusError) throws(TusError) -> String? {
+  static func single(_ head: HTTPRequestHead, _ name: String, or error: TusError) throws(TusError) -> String?
+  {
     let values = head.headers[name]
     guard values.count <= 1 else { throw error }
     return values.first

@@ -44,7 +44,8 @@ extension TusService {
       // Every byte is in: the client's offset is wrong unless it is the end (then its bytes
       // are too many).
       let length = upload.length ?? upload.offset
-      return offset == length ? TusError.lengthExceeded(offset: length) : TusError.offsetMismatch(offset: length)
+      return offset == length
+        ? TusError.lengthExceeded(offset: length) : TusError.offsetMismatch(offset: length)
     default: return error
     }
   }

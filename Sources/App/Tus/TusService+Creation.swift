@@ -24,12 +24,13 @@ extension TusService {
     } catch {
       return .respond(problem(error, context))
     }
-    let location = { [self] (id: String) in self.location(for: id, head: head) }
+    let location: @Sendable (String) -> String = { [self] id in self.location(for: id, head: head) }
     if TusProtocol.hasBody(head) {
       guard TusProtocol.isOffsetStream(head) else {
         return .respond(problem(TusError.contentTypeRequired, context))
       }
-      return createWithUpload(head, creation: creation, principal: principal, location: location, context: context)
+      return createWithUpload(
+        head, creation: creation, principal: principal, location: location, context: context)
     }
     return .offload { [self] _ in
       do {
@@ -37,7 +38,8 @@ extension TusService {
         return HTTPResponse(
           status: 201,
           headers: [
-            "Location": location(state.id), "Upload-Expires": Self.expires(state), "Cache-Control": "no-store",
+            "Location": location(state.id), "Upload-Expires": Self.expires(state),
+            "Cache-Control": "no-store",
           ])
       } catch {
         return problem(error, context)

@@ -42,7 +42,8 @@ extension TusService {
       guard TusProtocol.isOffsetStream(head) else { throw TusError.contentTypeRequired }
       let length = try TusProtocol.uploadLength(head)
       chunk = try readChunk(
-        head, target: .upload(id: id, offset: offset, length: length), principal: principal, startOffset: offset)
+        head, target: .upload(id: id, offset: offset, length: length), principal: principal,
+        startOffset: offset)
     } catch {
       return .respond(problem(error, context))
     }
@@ -100,8 +101,8 @@ extension TusService {
       principal: principal, idempotencyKey: nil, requestID: context.requestID, slot: slot,
       maxBodyBytes: chunk.maxLength, overLimit: chunk.overLimit)
     let delegate = TusChunkDelegate(service: self, chunk: chunk, request: request)
-    if chunk.checksum != nil {
-      return .readBody(TusChecksumConsumer(service: self, delegate: delegate, checksum: chunk.checksum))
+    if let checksum = chunk.checksum {
+      return .readBody(TusChecksumConsumer(service: self, delegate: delegate, checksum: checksum))
     }
     return .readBody(attachments.uploads.consumer(delegate: delegate))
   }

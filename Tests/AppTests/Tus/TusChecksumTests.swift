@@ -21,18 +21,23 @@ struct TusChecksumTests {
     let image = S.png(seed: 5)
     let path = try tus.create(length: image.count)
     let first = Array(image[..<100])
-    let good = try tus.patch(path, offset: 0, first, extra: [("Upload-Checksum", Self.checksum(first, algorithm))])
+    let good = try tus.patch(
+      path, offset: 0, first, extra: [("Upload-Checksum", Self.checksum(first, algorithm))])
     #expect(good.status == 204 && good["Upload-Offset"] == "100")
     let rest = Array(image[100...])
     var corrupted = rest
     corrupted[7] ^= 0x40
-    let bad = try tus.patch(path, offset: 100, corrupted, extra: [("Upload-Checksum", Self.checksum(rest, algorithm))])
+    let bad = try tus.patch(
+      path, offset: 100, corrupted, extra: [("Upload-Checksum", Self.checksum(rest, algorithm))])
     #expect(bad.status == 460 && bad.code == "checksum_mismatch")
     #expect(bad["Upload-Offset"] == "100")
     #expect(try tus.request("HEAD", path, [S.tus, S.acme])["Upload-Offset"] == "100")
-    let last = try tus.patch(path, offset: 100, rest, extra: [("Upload-Checksum", Self.checksum(rest, algorithm))])
+    let last = try tus.patch(
+      path, offset: 100, rest, extra: [("Upload-Checksum", Self.checksum(rest, algorithm))])
     #expect(last.status == 204 && last["Content-Location"] != nil)
-    #expect(S.content(try #require(tus.request("GET", path, [S.tus, S.acme]).json)) == S.content(try tus.plainRecord(image)))
+    #expect(
+      S.content(try #require(tus.request("GET", path, [S.tus, S.acme]).json))
+        == S.content(try tus.plainRecord(image)))
   }
 
   @Test func aChunkLargerThanMemoryIsHeldOnDiskUntilVerified() throws {
@@ -42,10 +47,12 @@ struct TusChecksumTests {
     let path = try tus.create(length: 200_000)
     var corrupted = chunk
     corrupted[99_999] ^= 1
-    let bad = try tus.patch(path, offset: 0, corrupted, extra: [("Upload-Checksum", Self.checksum(chunk, .sha256))])
+    let bad = try tus.patch(
+      path, offset: 0, corrupted, extra: [("Upload-Checksum", Self.checksum(chunk, .sha256))])
     #expect(bad.status == 460)
     #expect(try tus.request("HEAD", path, [S.tus, S.acme])["Upload-Offset"] == "0")
-    let good = try tus.patch(path, offset: 0, chunk, extra: [("Upload-Checksum", Self.checksum(chunk, .sha256))])
+    let good = try tus.patch(
+      path, offset: 0, chunk, extra: [("Upload-Checksum", Self.checksum(chunk, .sha256))])
     #expect(good.status == 204 && good["Upload-Offset"] == "100000")
     // No scratch file is left where it was made.
     let data = tus.server.app.configuration.storage.dataDirectory
@@ -69,13 +76,16 @@ struct TusChecksumTests {
   }
 
   /// A chunked PATCH whose `Upload-Checksum` comes as a trailer.
-  static func trailerPatch(_ wire: TusWire, _ path: String, offset: Int, _ bytes: [UInt8], trailer: String?) throws
+  static func trailerPatch(_ wire: TusWire, _ path: String, offset: Int, _ bytes: [UInt8], trailer: String?)
+    throws
     -> TusWire.Response
   {
     var request = wire.head(
       "PATCH", path,
-      [S.tus, S.acme, S.stream, ("Upload-Offset", String(offset)), ("Transfer-Encoding", "chunked"),
-       ("Trailer", "Upload-Checksum")])
+      [
+        S.tus, S.acme, S.stream, ("Upload-Offset", String(offset)), ("Transfer-Encoding", "chunked"),
+        ("Trailer", "Upload-Checksum"),
+      ])
     for piece in stride(from: 0, to: bytes.count, by: 1000) {
       let part = bytes[piece..<min(bytes.count, piece + 1000)]
       request += Array((String(part.count, radix: 16) + "\r\n").utf8) + part + Array("\r\n".utf8)
@@ -93,12 +103,14 @@ struct TusChecksumTests {
     let chunk = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 11) }
     let path = try tus.create(length: 10_000)
     let wire = try tus.wire()
-    let bad = try Self.trailerPatch(wire, path, offset: 0, chunk, trailer: Self.checksum(Array(chunk.reversed()), .md5))
+    let bad = try Self.trailerPatch(
+      wire, path, offset: 0, chunk, trailer: Self.checksum(Array(chunk.reversed()), .md5))
     #expect(bad.status == 460)
     let missing = try Self.trailerPatch(try tus.wire(), path, offset: 0, chunk, trailer: nil)
     #expect(missing.status == 400 && missing.code == "invalid_upload_checksum")
     #expect(try tus.request("HEAD", path, [S.tus, S.acme])["Upload-Offset"] == "0")
-    let good = try Self.trailerPatch(try tus.wire(), path, offset: 0, chunk, trailer: Self.checksum(chunk, .sha1))
+    let good = try Self.trailerPatch(
+      try tus.wire(), path, offset: 0, chunk, trailer: Self.checksum(chunk, .sha1))
     #expect(good.status == 204 && good["Upload-Offset"] == "5000")
   }
 

@@ -19,7 +19,8 @@ struct TusCoreTests {
     #expect(options["Tus-Version"] == "1.0.0")
     #expect(
       options["Tus-Extension"]
-        == "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,checksum-trailer")
+        == "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,checksum-trailer"
+    )
     #expect(options["Tus-Max-Size"] == String(64 << 20))
     #expect(options["Tus-Checksum-Algorithm"] == "sha1,sha256,md5")
     #expect(try tus.request("OPTIONS", "/v1/tus/upl_0", [S.acme, ("Tus-Resumable", "0.2.2")]).status == 204)
@@ -32,7 +33,9 @@ struct TusCoreTests {
     let tus = try TusServer()
     defer { tus.stop() }
     let path = try tus.create(length: 10)
-    for (method, target) in [("POST", "/v1/tus"), ("HEAD", path), ("GET", path), ("PATCH", path), ("DELETE", path)] {
+    for (method, target) in [
+      ("POST", "/v1/tus"), ("HEAD", path), ("GET", path), ("PATCH", path), ("DELETE", path),
+    ] {
       for version in [nil, "0.2.2", "1.0.0, 0.2.2"] as [String?] {
         var fields = [S.acme, ("Upload-Length", "10"), ("Upload-Offset", "0"), S.stream]
         if let version { fields.append(("Tus-Resumable", version)) }
@@ -85,18 +88,19 @@ struct TusCoreTests {
     #expect(created["Location"]?.hasPrefix("https://uploads.example.com/v1/tus/upl_") == true)
   }
 
-  @Test(arguments: [
-    ([], 400, "upload_length_required"),
-    ([("Upload-Length", "5"), ("Upload-Defer-Length", "1")], 400, "upload_length_required"),
-    ([("Upload-Defer-Length", "2")], 400, "invalid_upload_defer_length"),
-    ([("Upload-Length", "-1")], 400, "invalid_upload_length"),
-    ([("Upload-Length", "1e3")], 400, "invalid_upload_length"),
-    ([("Upload-Length", "5"), ("Upload-Length", "5")], 400, "invalid_upload_length"),
-    ([("Upload-Length", "0")], 400, "empty"),
-    ([("Upload-Length", String((64 << 20) + 1))], 413, "payload_too_large"),
-    ([("Upload-Length", "5"), ("Upload-Metadata", "name notbase64!")], 400, "invalid_upload_metadata"),
-    ([("Upload-Length", "5"), ("Upload-Metadata", "a YQ==,a YQ==")], 400, "invalid_upload_metadata"),
-  ] as [([(String, String)], Int, String)])
+  @Test(
+    arguments: [
+      ([], 400, "upload_length_required"),
+      ([("Upload-Length", "5"), ("Upload-Defer-Length", "1")], 400, "upload_length_required"),
+      ([("Upload-Defer-Length", "2")], 400, "invalid_upload_defer_length"),
+      ([("Upload-Length", "-1")], 400, "invalid_upload_length"),
+      ([("Upload-Length", "1e3")], 400, "invalid_upload_length"),
+      ([("Upload-Length", "5"), ("Upload-Length", "5")], 400, "invalid_upload_length"),
+      ([("Upload-Length", "0")], 400, "empty"),
+      ([("Upload-Length", String((64 << 20) + 1))], 413, "payload_too_large"),
+      ([("Upload-Length", "5"), ("Upload-Metadata", "name notbase64!")], 400, "invalid_upload_metadata"),
+      ([("Upload-Length", "5"), ("Upload-Metadata", "a YQ==,a YQ==")], 400, "invalid_upload_metadata"),
+    ] as [([(String, String)], Int, String)])
   func badCreationsAreRefusedWithTheirCode(fields: [(String, String)], status: Int, code: String) throws {
     let tus = try TusServer()
     defer { tus.stop() }
@@ -189,7 +193,8 @@ struct TusCoreTests {
     #expect(partial.status == 201)
     #expect(partial["Upload-Offset"] == "64")
     #expect(partial["Upload-Expires"] != nil)
-    let path = try #require(URL(string: try #require(partial["Location"]))?.path)
+    let partialLocation = try #require(partial["Location"])
+    let path = try #require(URL(string: partialLocation)?.path)
     #expect(try tus.patch(path, offset: 64, Array(image[64...]))["Content-Location"] != nil)
     let whole = try tus.request(
       "POST", "/v1/tus", [S.tus, S.acme, S.stream, ("Upload-Length", String(image.count))], body: image)
@@ -236,12 +241,15 @@ struct TusCoreTests {
     let path = try tus.create(length: 10)
     let patched = try tus.request(
       "POST", path,
-      [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("X-HTTP-Method-Override", "PATCH")], body: [1, 2, 3, 4])
+      [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("X-HTTP-Method-Override", "PATCH")],
+      body: [1, 2, 3, 4])
     #expect(patched.status == 204 && patched["Upload-Offset"] == "4")
-    let deleted = try tus.request("POST", path, [S.tus, S.acme, ("X-HTTP-Method-Override", "DELETE")], body: [])
+    let deleted = try tus.request(
+      "POST", path, [S.tus, S.acme, ("X-HTTP-Method-Override", "DELETE")], body: [])
     #expect(deleted.status == 204)
     #expect(try tus.request("HEAD", path, [S.tus, S.acme]).status == 404)
-    let bogus = try tus.request("POST", "/v1/tus", [S.tus, S.acme, ("X-HTTP-Method-Override", "PUT")], body: [])
+    let bogus = try tus.request(
+      "POST", "/v1/tus", [S.tus, S.acme, ("X-HTTP-Method-Override", "PUT")], body: [])
     #expect(bogus.status == 405 && bogus["Allow"] == "POST, OPTIONS")
   }
 
@@ -249,7 +257,8 @@ struct TusCoreTests {
     let tus = try TusServer()
     defer { tus.stop() }
     let created = try tus.request(
-      "POST", "/v1/attachments", [S.tus, S.acme, ("Upload-Length", "10"), ("Upload-Draft-Interop-Version", "6")],
+      "POST", "/v1/attachments",
+      [S.tus, S.acme, ("Upload-Length", "10"), ("Upload-Draft-Interop-Version", "6")],
       body: [])
     #expect(created.status == 201)
     #expect(created["Location"]?.contains("/v1/tus/upl_") == true)

@@ -43,10 +43,14 @@ struct TusServer {
   }
 
   /// A PATCH of `bytes` at `offset`.
-  func patch(_ path: String, offset: Int, _ bytes: [UInt8], auth: (String, String) = acme, extra: [(String, String)] = [])
+  func patch(
+    _ path: String, offset: Int, _ bytes: [UInt8], auth: (String, String) = acme,
+    extra: [(String, String)] = []
+  )
     throws -> TusWire.Response
   {
-    try request("PATCH", path, [Self.tus, auth, Self.stream, ("Upload-Offset", String(offset))] + extra, body: bytes)
+    try request(
+      "PATCH", path, [Self.tus, auth, Self.stream, ("Upload-Offset", String(offset))] + extra, body: bytes)
   }
 
   /// The small PNG `TokenBackend` writes, as bytes.
@@ -65,7 +69,9 @@ struct TusServer {
   /// The fields of a record that depend only on the bytes (not on the id or the time).
   static func content(_ record: [String: Any]) -> [String: String] {
     var out: [String: String] = [:]
-    for key in ["content_type", "width", "height", "bytes", "sha256", "owner"] { out[key] = "\(record[key] ?? "nil")" }
+    for key in ["content_type", "width", "height", "bytes", "sha256", "owner"] {
+      out[key] = "\(record[key] ?? "nil")"
+    }
     let source = record["source"] as? [String: Any] ?? [:]
     for (key, value) in source { out["source." + key] = "\(value)" }
     return out

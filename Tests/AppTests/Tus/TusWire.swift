@@ -105,7 +105,9 @@ final class TusWire {
     buffer.removeFirst(end + 4)
     var lines = text.components(separatedBy: "\r\n")
     let status = lines.removeFirst().split(separator: " ")
-    guard status.count >= 2, let code = Int(status[1]) else { throw Failure(description: "status line: \(text)") }
+    guard status.count >= 2, let code = Int(status[1]) else {
+      throw Failure(description: "status line: \(text)")
+    }
     let fields = lines.map { line -> (name: String, value: String) in
       let parts = line.split(separator: ":", maxSplits: 1)
       return (String(parts[0]), parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")

@@ -4,20 +4,25 @@ import Testing
 
 @testable import App
 
+/// Whether tuspy can be imported here.
+enum Tuspy {
+  static let installed: Bool = {
+    (try? LiveTesting.run("/usr/bin/env", ["python3", "-c", "import tusclient"], timeout: 30).0) == 0
+  }()
+}
+
 /// tuspy, the tus project's own Python client, against the live server through a loopback proxy
 /// that cuts or corrupts a PATCH (`Tests/Fixtures/tus/tuspy_driver.py`).
 @Suite(
   .serialized, .timeLimit(.minutes(3)),
   .enabled(if: Corpus.directory != nil, "skipped: corpus not present"),
-  .enabled(if: TuspyTests.tuspyInstalled, "skipped: tuspy not installed (Scripts/install-deps)"))
+  .enabled(if: Tuspy.installed, "skipped: tuspy not installed (Scripts/install-deps)"))
 struct TuspyTests {
   static let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/tus/tuspy_driver.py")
+    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+      "Fixtures/tus/tuspy_driver.py"
+    )
     .path
-
-  static let tuspyInstalled: Bool = {
-    (try? LiveTesting.run("/usr/bin/env", ["python3", "-c", "import tusclient"], timeout: 30).0) == 0
-  }()
 
   /// What the driver reports.
   struct Report: Decodable {
