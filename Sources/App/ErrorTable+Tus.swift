@@ -2,7 +2,9 @@ import HTTP
 
 extension ErrorTable {
   /// tus 1.0 refusals. Statuses are the ones the tus specification names (412, 415, 409, 460,
-  /// 413, 400); the problem body and a stable `code` come on top, as for every error here.
+  /// 413, 400); the problem body and a stable `code` come on top, as for every error here. The
+  /// upload-state rows share code and title with the `StorageError` rows the IETF adapter
+  /// answers, and add the `Upload-Offset` a tus client resumes from.
   static func publicError(for error: TusError) -> PublicError {
     func offset(_ value: Int) -> HTTPHeaders { ["Upload-Offset": String(value)] }
     switch error {
@@ -45,27 +47,26 @@ extension ErrorTable {
         title: "Content-Type must be application/offset+octet-stream")
     case .offsetMismatch(let value):
       return PublicError(
-        status: 409, code: "offset_mismatch", title: "Upload-Offset is not the upload's offset",
+        status: 409, code: "upload_offset_mismatch", title: "The offset is not the upload's offset",
         headers: offset(value))
     case .lengthMismatch:
       return PublicError(
-        status: 400, code: "upload_length_mismatch",
-        title: "Upload-Length contradicts the upload's length")
+        status: 400, code: "upload_length_mismatch", title: "The upload length is inconsistent")
     case .lengthExceeded(let value):
       return PublicError(
-        status: 413, code: "upload_length_exceeded", title: "More bytes than the upload's length",
+        status: 413, code: "upload_length_exceeded", title: "More bytes than the upload may hold",
         headers: offset(value))
     case .uploadIncomplete(let value):
       return PublicError(
-        status: 409, code: "upload_incomplete", title: "The upload has not received all its bytes",
+        status: 409, code: "upload_incomplete", title: "The upload is missing bytes",
         headers: offset(value))
     case .processing:
       return PublicError(
-        status: 409, code: "upload_in_progress", title: "The upload is being processed",
+        status: 409, code: "upload_in_progress", title: "Another request is working on the upload",
         headers: ["Retry-After": "1"])
     case .preempted(let value):
       return PublicError(
-        status: 409, code: "upload_preempted", title: "A newer request took the upload over",
+        status: 409, code: "upload_superseded", title: "A newer request took the upload over",
         headers: offset(value))
     }
   }

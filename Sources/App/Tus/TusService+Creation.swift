@@ -78,31 +78,10 @@ extension TusService {
       lifetime: options.resumableTTL)
   }
 
-  /// The absolute URL of upload `id`: `uploads.publicURL` when set, else the request's own
-  /// `Host` with `X-Forwarded-Proto` (`http` or `https`; `http` otherwise), else (no usable
-  /// `Host`) the path alone, which tus allows. The `Host` a client sent only shapes its own
-  /// answer, which no cache keeps (`no-store`).
+  /// The absolute URL of upload `id`, built like every upload URL (`uploads.publicURL`, else
+  /// the request's `Host` and `X-Forwarded-Proto`; the path alone, which tus allows, when the
+  /// `Host` is unusable).
   func location(for id: String, head: HTTPRequestHead) -> String {
-    let path = TusProtocol.path + "/" + id
-    if !options.publicURL.isEmpty { return options.publicURL + path }
-    let hosts = head.headers["Host"]
-    guard hosts.count == 1, Self.isHost(hosts[0]) else { return path }
-    var scheme = "http"
-    let forwarded = head.headers["X-Forwarded-Proto"]
-    if forwarded.count == 1, ["http", "https"].contains(forwarded[0].lowercased()) {
-      scheme = forwarded[0].lowercased()
-    }
-    return scheme + "://" + hosts[0] + path
-  }
-
-  /// A `Host` value we put into a URL: 1…255 of letters, digits, `.`, `-`, `:`, `[`, `]`
-  /// (names, IPv4, bracketed IPv6, a port).
-  static func isHost(_ value: String) -> Bool {
-    let utf8 = value.utf8
-    guard (1...255).contains(utf8.count) else { return false }
-    return utf8.allSatisfy { c in
-      (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E
-        || c == 0x2D || c == 0x3A || c == 0x5B || c == 0x5D
-    }
+    attachments.uploadBaseURL(head) + TusProtocol.path + "/" + id
   }
 }

@@ -157,7 +157,7 @@ struct TusAccessTests {
     let head = try tus.request("HEAD", path, [S.tus, S.acme])
     #expect(head["Upload-Offset"] == "300")
     let stopped = try stale.response()
-    #expect(stopped.status == 409 && stopped.code == "upload_preempted")
+    #expect(stopped.status == 409 && stopped.code == "upload_superseded")
     let resumed = try tus.patch(path, offset: 300, [UInt8](repeating: 1, count: 700))
     #expect(resumed.status == 415 || resumed.status == 422)  // all those bytes are no image
     #expect(resumed["Upload-Offset"] == "1000")

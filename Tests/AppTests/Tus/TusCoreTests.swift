@@ -124,7 +124,7 @@ struct TusCoreTests {
     #expect(first["Content-Location"] == nil)
     // The same chunk again: the offset moved on, nothing is written twice.
     let again = try tus.patch(path, offset: 0, Array(image[..<cut]))
-    #expect(again.status == 409 && again.code == "offset_mismatch")
+    #expect(again.status == 409 && again.code == "upload_offset_mismatch")
     #expect(again["Upload-Offset"] == String(cut))
     let last = try tus.patch(path, offset: cut, Array(image[cut...]))
     #expect(last.status == 204)
