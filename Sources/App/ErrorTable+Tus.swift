@@ -25,6 +25,10 @@ extension ErrorTable {
       return PublicError(
         status: 400, code: "upload_length_required",
         title: "Send either Upload-Length or Upload-Defer-Length: 1")
+    case .concatenationUnsupported:
+      return PublicError(
+        status: 400, code: "tus_concatenation_unsupported",
+        title: "Upload-Concat is not supported (see Tus-Extension)")
     case .invalidMetadata:
       return PublicError(
         status: 400, code: "invalid_upload_metadata",

@@ -14,6 +14,9 @@ public enum TusError: Error, Sendable, Equatable {
   case invalidDeferLength
   /// A creation with neither `Upload-Length` nor `Upload-Defer-Length: 1`, or with both (400).
   case uploadLengthRequired
+  /// `Upload-Concat` on a creation: the concatenation extension is not offered (400), so a
+  /// partial upload is never mistaken for a whole image.
+  case concatenationUnsupported
   /// `Upload-Metadata` that breaks the grammar (keys, base64 values, duplicates) or is too long
   /// (400). Its value is never logged.
   case invalidMetadata

@@ -49,6 +49,7 @@ extension TusService {
 
   /// The creation headers, checked in the order a client can fix them: length, size, metadata.
   func readCreation(_ head: HTTPRequestHead, principal: Principal) throws -> Creation {
+    guard !head.headers.contains(name: "Upload-Concat") else { throw TusError.concatenationUnsupported }
     let deferred = try TusProtocol.defersLength(head)
     let length = try TusProtocol.uploadLength(head)
     guard deferred != (length != nil) else { throw TusError.uploadLengthRequired }

@@ -100,6 +100,7 @@ struct TusCoreTests {
       ([("Upload-Length", String((64 << 20) + 1))], 413, "payload_too_large"),
       ([("Upload-Length", "5"), ("Upload-Metadata", "name notbase64!")], 400, "invalid_upload_metadata"),
       ([("Upload-Length", "5"), ("Upload-Metadata", "a YQ==,a YQ==")], 400, "invalid_upload_metadata"),
+      ([("Upload-Length", "5"), ("Upload-Concat", "partial")], 400, "tus_concatenation_unsupported"),
     ] as [([(String, String)], Int, String)])
   func badCreationsAreRefusedWithTheirCode(fields: [(String, String)], status: Int, code: String) throws {
     let tus = try TusServer()
