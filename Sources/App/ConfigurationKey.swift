@@ -191,7 +191,7 @@ public struct ConfigurationKey: Sendable {
       \.uploads.spoolThreshold),
     .seconds(
       "uploads.resumableTTL", env: "ATTACHD_RESUMABLE_TTL", flag: nil,
-      summary: "seconds a resumable upload lives after its creation (60 s … 30 days)", \.uploads.resumableTTL),
+      summary: "seconds a resumable upload lives after its creation (1 s … 30 days)", \.uploads.resumableTTL),
     .integer(
       "uploads.writeBufferBytes", env: "ATTACHD_UPLOAD_BUFFER_BYTES", flag: nil,
       summary: "bytes one streaming upload buffers before writing them out", range: (4 << 10)...(256 << 20),

@@ -139,7 +139,7 @@ public enum ErrorTable {
     case .lengthMismatch:
       PublicError(status: 400, code: "upload_length_mismatch", title: "The upload length is inconsistent")
     case .lengthExceeded:
-      PublicError(status: 413, code: "upload_length_exceeded", title: "More bytes than the upload may hold")
+      PublicError(status: 413, code: "payload_too_large", title: "Upload too large")
     case .uploadIncomplete:
       PublicError(status: 409, code: "upload_incomplete", title: "The upload is missing bytes")
     // The request that was taken over: its client has gone (it started a new one).
@@ -183,6 +183,8 @@ public enum ErrorTable {
     case .unsupportedPatchType:
       PublicError(
         status: 415, code: "unsupported_patch_type", title: "Appends are application/partial-upload")
+    case .uploadLengthExceeded:
+      PublicError(status: 400, code: "upload_length_exceeded", title: "More bytes than the upload's length")
     case .methodNotAllowed(let allow):
       PublicError(
         status: 405, code: "method_not_allowed", title: "Method not allowed",

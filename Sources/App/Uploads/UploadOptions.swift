@@ -29,8 +29,8 @@ extension Application {
 
     public func validate() throws(ConfigurationError) {
       guard spoolThreshold >= 0 else { throw ConfigurationError("uploads.spoolThreshold must be 0 or more") }
-      guard resumableTTL >= 60, resumableTTL <= 30 * 86_400 else {
-        throw ConfigurationError("uploads.resumableTTL must be 60 s … 30 days")
+      guard resumableTTL >= 1, resumableTTL <= 30 * 86_400 else {
+        throw ConfigurationError("uploads.resumableTTL must be 1 s … 30 days")
       }
       guard commitInterval > 0, commitInterval <= 3600 else {
         throw ConfigurationError("uploads.commitInterval must be more than 0 and at most 3600 s")

@@ -132,10 +132,20 @@ final class ResumableTransfer: UploadBodyDelegate {
       request.slot.release()
     case .refused:
       request.slot.release()
-      let error = outcome.refusal ?? StorageError(.io, "body refused")
-      if (error as? StorageError)?.code == .lengthExceeded, answers.version.invalidatesOnLengthExceeded {
-        // Past the known length the upload is invalid from draft -08 on: it goes.
-        _ = try? store.cancel(tenant: tenant, id: upload.id)
+      var error = outcome.refusal ?? StorageError(.io, "body refused")
+      if (error as? StorageError)?.code == .lengthExceeded {
+        if upload.length != nil {
+          // Past the length the client declared (past the maximum stays a 413).
+          error = AppError.uploadLengthExceeded
+          if answers.version.invalidatesOnLengthExceeded {
+            // From draft -08 on the upload is then invalid: it goes, and answers 404.
+            _ = try? store.cancel(tenant: tenant, id: upload.id)
+            handle.respond(answers.problem(error, position: nil))
+            return
+          }
+        } else if request.maxBodyBytes < service.options.maxUploadBytes {
+          error = AccessError.token(.maxBytesExceeded)
+        }
       }
       handle.respond(answers.problem(error, position: Self.position(upload)))
     case .finished:
