@@ -101,3 +101,34 @@ struct TuspyTests {
     #expect(TusServer.content(record) == TusServer.content(plain))
   }
 }
+
+/// The same interrupted tuspy upload with HAProxy on loopback in front of attachd, as in
+/// production: tuspy → cutting proxy → HAProxy (keep-alive, streamed bodies) → attachd.
+@Suite(
+  .serialized, .timeLimit(.minutes(3)),
+  .enabled(if: Corpus.directory != nil, "skipped: corpus not present"),
+  .enabled(if: Tuspy.installed, "skipped: tuspy not installed (Scripts/install-deps)"),
+  .enabled(if: HAProxy.executable != nil, "skipped: haproxy not installed (Scripts/install-deps)"))
+struct TuspyHAProxyTests {
+  @Test func tuspyResumesThroughHAProxyAfterItsConnectionIsCutMidPatch() throws {
+    let tus = try TusServer()
+    defer { tus.stop() }
+    let proxy = try HAProxy(backends: [tus.port], balance: .first)
+    defer { proxy.stop() }
+    let file = UploadClientTests.corpusPath(TuspyTests.jpeg)
+    let (report, record) = try TuspyTests.drive(
+      port: proxy.port, file: file, ["mode": "cut", "at": 1_500_000, "chunk_size": 4 << 20, "pace_ms": 10])
+    #expect(report.cuts == 1)
+    // HAProxy resets attachd's side when the client goes, and a reset throws away what the
+    // socket still held unread: the resume starts at what attachd had read (most of what a
+    // phone's paced upload sent), never past the cut.
+    let resumedAt = try #require(report.patch_offsets.dropFirst().first)
+    #expect(resumedAt > 0 && resumedAt <= 1_500_000, "resumed at \(resumedAt)")
+    #expect(report.status == 200 && report.content_location?.hasPrefix("/v1/attachments/att_") == true)
+    let plain = try tus.plainRecord(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+    #expect(TusServer.content(record) == TusServer.content(plain))
+    // Location named the address the client used (the proxies keep Host).
+    #expect(report.url.hasPrefix("http://127.0.0.1:"))
+    #expect(!report.url.contains(":\(tus.port)/"))
+  }
+}

@@ -4,13 +4,16 @@
     python3 tuspy_driver.py CONFIG_JSON
 
 CONFIG_JSON: {"target": "127.0.0.1:PORT", "key": "...", "file": "...", "chunk_size": N,
-              "mode": "plain" | "cut" | "corrupt", "at": N, "checksum": bool}
+              "mode": "plain" | "cut" | "corrupt", "at": N, "checksum": bool, "pace_ms": N}
 
 - plain:   upload through the proxy, nothing done to the bytes;
 - cut:     the first PATCH's connection is closed (both ways) after `at` body bytes passed;
            tuspy (retries=5) asks HEAD for the offset and resumes from there;
 - corrupt: one bit of body byte `at` of the first PATCH is flipped; with `checksum` tuspy's
            sha1 Upload-Checksum must get 460 (retries=0), then a second `upload()` resumes.
+
+`pace_ms` sends the faulted PATCH's body in 64 KiB pieces that far apart, as a phone's radio
+does, instead of as fast as loopback goes (where a cut lands before the server read anything).
 
 Prints one JSON object: the upload URL, the Upload-Offset of every PATCH the proxy saw, how
 many connections it cut, the status of a failed first attempt, and the record GET returns.
@@ -19,6 +22,7 @@ import json
 import socket
 import sys
 import threading
+import time
 
 import requests
 from tusclient import client as tus_client
@@ -28,10 +32,11 @@ from tusclient.exceptions import TusUploadFailed
 class Proxy:
     """A TCP proxy on 127.0.0.1 that reads request heads to find PATCH bodies."""
 
-    def __init__(self, target, mode, at):
+    def __init__(self, target, mode, at, pace_ms):
         self.target = target
         self.mode = mode
         self.at = at
+        self.pace = pace_ms / 1000.0
         self.patch_offsets = []
         self.cuts = 0
         self.corrupted = 0
@@ -102,7 +107,11 @@ class Proxy:
                         pending = downstream.recv(65536)
                         if not pending:
                             raise EOFError
-                    piece, pending = pending[: length - sent], pending[length - sent :]
+                    limit = length - sent
+                    if fault and self.pace > 0:
+                        limit = min(limit, 65536)
+                        time.sleep(self.pace)
+                    piece, pending = pending[:limit], pending[limit:]
                     if fault and self.mode == "cut" and sent + len(piece) >= self.at:
                         upstream.sendall(piece[: self.at - sent])
                         with self.lock:
@@ -128,7 +137,7 @@ class Proxy:
 
 def main():
     config = json.loads(sys.argv[1])
-    proxy = Proxy(config["target"], config["mode"], config.get("at", 0))
+    proxy = Proxy(config["target"], config["mode"], config.get("at", 0), config.get("pace_ms", 0))
     base = "http://127.0.0.1:%d" % proxy.port
     auth = {"Authorization": "Bearer " + config["key"]}
     my_client = tus_client.TusClient(base + config.get("path", "/v1/tus"), headers=auth)
