@@ -59,6 +59,10 @@ extension TusService {
     do {
       chunk = try readChunk(
         head, target: .creation(creation, location: location), principal: principal, startOffset: 0)
+      // A first chunk longer than the whole upload: refused before the upload is made.
+      if let length = creation.length, let declared = chunk.declaredBytes, declared > length {
+        throw TusError.lengthExceeded(offset: 0)
+      }
     } catch {
       return .respond(problem(error, context))
     }

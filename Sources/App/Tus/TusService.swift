@@ -77,8 +77,7 @@ final class TusService: Sendable {
 
   /// 200 with the settled offset (pre-empting a writer still in flight, so the offset is the one
   /// the next PATCH must name), the length or `Upload-Defer-Length: 1`, the metadata as sent,
-  /// `Upload-Expires` while unfinished, and `Content-Location` once the upload became an
-  /// attachment.
+  /// `Upload-Expires`, and `Content-Location` once the upload became an attachment.
   func offset(id: String, principal: Principal, context: RequestContext) -> HeadDecision {
     .offload { [self] _ in
       do {
@@ -101,7 +100,7 @@ final class TusService: Sendable {
   }
 
   /// `Upload-Offset`, `Upload-Length` or `Upload-Defer-Length`, `Upload-Metadata`,
-  /// `Upload-Expires` (unfinished uploads) and `Content-Location` (stored ones).
+  /// `Upload-Expires` and `Content-Location` (once stored).
   static func stateHeaders(_ state: UploadState) -> HTTPHeaders {
     var headers: HTTPHeaders = [:]
     let offset = state.isComplete ? (state.length ?? state.offset) : state.offset
@@ -114,9 +113,8 @@ final class TusService: Sendable {
     if !state.metadata.isEmpty {
       headers.add(name: "Upload-Metadata", value: String(decoding: state.metadata, as: UTF8.self))
     }
-    if state.status == .receiving {
-      headers.add(name: "Upload-Expires", value: expires(state))
-    }
+    // Complete or not, the URL answers (HEAD, GET) until then.
+    headers.add(name: "Upload-Expires", value: expires(state))
     if let attachment = state.result?.attachmentID {
       headers.add(name: "Content-Location", value: Application.attachmentsPath + "/" + attachment)
     }

@@ -136,6 +136,7 @@ struct TusCoreTests {
     let head = try tus.request("HEAD", path, [S.tus, S.acme])
     #expect(head["Upload-Offset"] == String(image.count) && head["Upload-Length"] == String(image.count))
     #expect(head["Content-Location"] == attachment)
+    #expect(head["Upload-Expires"] == last["Upload-Expires"])
     let get = try tus.request("GET", path, [S.tus, S.acme])
     #expect(get.status == 200 && get["Content-Location"] == attachment)
     let meta = try tus.request("GET", attachment + "/meta", [S.acme])
@@ -204,6 +205,10 @@ struct TusCoreTests {
     #expect(whole["Upload-Offset"] == String(image.count))
     #expect(whole["Content-Location"]?.hasPrefix("/v1/attachments/att_") == true)
     #expect(S.content(try #require(whole.json)) == S.content(try tus.plainRecord(image)))
+    let tooLong = try tus.request(
+      "POST", "/v1/tus", [S.tus, S.acme, S.stream, ("Upload-Length", "10")], body: Array(image[..<11]))
+    #expect(tooLong.status == 413 && tooLong.code == "upload_length_exceeded")
+    #expect(tooLong["Location"] == nil)
     let untyped = try tus.request(
       "POST", "/v1/tus", [S.tus, S.acme, ("Upload-Length", String(image.count))], body: image)
     #expect(untyped.status == 415 && untyped.code == "tus_content_type")
