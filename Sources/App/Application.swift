@@ -128,8 +128,9 @@ public final class Application: HTTPHandler {
       let service = AttachmentService(
         store: store, pipeline: pipeline, access: control, metrics: metrics, options: options,
         uploads: engine, eventLog: eventLog)
+      let tusService = try TusService(attachments: service, scratchDirectory: directory)
       attachments = service
-      tus = TusService(attachments: service, scratchDirectory: directory)
+      tus = tusService
       sweeper = Sweeper(
         store: store, uploads: uploadStore, interval: Double(options.sweepInterval), eventLog: eventLog)
       storageFailure = nil

@@ -62,4 +62,16 @@ import Testing
     #expect(try !Self.bytes(4).withUnsafeBytes { try held.append($0) })
     #expect(held.count == 24)
   }
+
+  @Test func leftoversOfACrashAreRemovedAndNothingElse() throws {
+    let directory = try TemporaryDirectory()
+    for name in [".held-1", ".held-2", "index.sqlite", "held-3"] {
+      #expect(FileManager.default.createFile(atPath: directory.path + "/" + name, contents: Data([1])))
+    }
+    #expect(try HeldBytes.removeLeftovers(in: directory.path) == 2)
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == [
+        "held-3", "index.sqlite",
+      ])
+  }
 }

@@ -17,9 +17,12 @@ final class TusService: Sendable {
   /// directory: scratch files are unlinked at once and never seen there).
   let scratchDirectory: String
 
-  init(attachments: AttachmentService, scratchDirectory: String) {
+  /// The tus adapter over `attachments`' upload engine; removes scratch files a crash left in
+  /// `scratchDirectory` (this process owns it, as it owns the embedded index).
+  init(attachments: AttachmentService, scratchDirectory: String) throws {
     self.attachments = attachments
     self.scratchDirectory = scratchDirectory
+    try HeldBytes.removeLeftovers(in: scratchDirectory)
   }
 
   /// The upload engine's store (tus only talks to the `UploadStore` protocol).

@@ -109,9 +109,23 @@ public final class HeldBytes: Sendable {
     }
   }
 
+  /// The name prefix of scratch files (seen only between their creation and unlink).
+  static let prefix = ".held-"
+
+  /// Removes scratch files a crash left between creating and unlinking one; call at start-up,
+  /// while no hold is open in `directory`. Returns how many went.
+  @discardableResult
+  public static func removeLeftovers(in directory: String) throws -> Int {
+    var removed = 0
+    for name in try FileSystem.list(directory) where name.hasPrefix(prefix) {
+      if try FileSystem.unlink(directory + "/" + name) { removed += 1 }
+    }
+    return removed
+  }
+
   /// A new file in `directory`, already unlinked: only the descriptor keeps it.
   private static func scratchFile(in directory: String) throws -> Int32 {
-    let path = directory + "/.held-" + UUID().uuidString
+    let path = directory + "/" + prefix + UUID().uuidString
     let fd = try FileSystem.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
     do {
       _ = try FileSystem.unlink(path)
