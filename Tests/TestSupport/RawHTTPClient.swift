@@ -4,7 +4,10 @@ import Glibc
 /// A byte-exact HTTP/1.1 client on a blocking socket to 127.0.0.1: the test writes the request
 /// bytes itself (any header spelling, a body cut anywhere) and reads every response, interim
 /// (1xx) ones included. Every read is bounded by the socket timeout.
-public final class RawHTTPClient {
+///
+/// `@unchecked Sendable`: one thread may read responses while another sends (a client reading
+/// progress `104`s mid-body); the read buffer is touched by the reading thread only.
+public final class RawHTTPClient: @unchecked Sendable {
   /// One response as it came over the wire.
   public struct Response: Sendable {
     /// The status code.
