@@ -58,7 +58,7 @@ extension ErrorTable {
         status: 400, code: "upload_length_mismatch", title: "The upload length is inconsistent")
     case .lengthExceeded(let value):
       return PublicError(
-        status: 413, code: "upload_length_exceeded", title: "More bytes than the upload may hold",
+        status: 413, code: "payload_too_large", title: "Upload too large",
         headers: offset(value))
     case .uploadIncomplete(let value):
       return PublicError(

@@ -107,6 +107,9 @@ public final class AttachmentStore: Sendable {
     synchronous: SQLiteIndex.Configuration.Synchronous = .full,
     now: @escaping @Sendable () -> Date = { Date() }
   ) throws -> AttachmentStore {
+    // The index file goes inside `directory`, which may not exist yet (the blob store, made
+    // after it, would create it too late).
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     let index = try SQLiteIndex(
       configuration: SQLiteIndex.Configuration(path: directory + "/index.sqlite", synchronous: synchronous))
     return try embedded(directory: directory, index: index, configuration: configuration, now: now)

@@ -129,7 +129,7 @@ import Testing
       (.contentTypeRequired, 415, "tus_content_type", nil),
       (.offsetMismatch(offset: 8), 409, "upload_offset_mismatch", "8"),
       (.lengthMismatch, 400, "upload_length_mismatch", nil),
-      (.lengthExceeded(offset: 9), 413, "upload_length_exceeded", "9"),
+      (.lengthExceeded(offset: 9), 413, "payload_too_large", "9"),
       (.uploadIncomplete(offset: 10), 409, "upload_incomplete", "10"),
       (.processing, 409, "upload_in_progress", nil),
       (.preempted(offset: 11), 409, "upload_superseded", "11"),

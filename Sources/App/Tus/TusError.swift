@@ -33,7 +33,8 @@ public enum TusError: Error, Sendable, Equatable {
   case offsetMismatch(offset: Int)
   /// `Upload-Length` contradicts the length declared before, or is below the bytes received (400).
   case lengthMismatch
-  /// Bytes past the upload's declared length (413).
+  /// Bytes past the upload's declared length (413 `payload_too_large`, as a plain body over
+  /// its limit; tusd answers 413 too).
   case lengthExceeded(offset: Int)
   /// A GET of an upload that has not received all its bytes (409).
   case uploadIncomplete(offset: Int)
