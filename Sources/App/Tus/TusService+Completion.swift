@@ -60,9 +60,9 @@ extension TusService {
 
   /// `GET /v1/tus/{id}`: what the upload became. A stored attachment: 200 with its record
   /// (fresh: a new signed link) and `Content-Location`; a refused image: the problem a plain
-  /// upload got, again; a complete upload nobody processed (its processor died): processed now;
-  /// one being processed: 409 `upload_in_progress`; one still receiving: 409
-  /// `upload_incomplete` with its offset.
+  /// upload got, again; an upload with every byte in that nobody processed (the request that
+  /// brought the last byte left, or its process died): processed now; one being processed: 409
+  /// `upload_in_progress`; one still missing bytes: 409 `upload_incomplete` with its offset.
   func result(id: String, principal: Principal, context: RequestContext) -> HeadDecision {
     .offload { [self] cancellation in
       let state: UploadState
@@ -75,9 +75,11 @@ extension TusService {
         return problem(error, context)
       }
       switch state.status {
-      case .receiving:
+      case .receiving where state.length != state.offset:
         return problem(TusError.uploadIncomplete(offset: state.offset), context)
-      case .completed:
+      case .receiving, .completed:
+        // Every byte is in but no result: the request that brought the last one ended (or
+        // its process died) before the pipeline ran, or while it ran.
         return processNow(state, principal: principal, cancellation: cancellation, context: context)
       case .processed:
         return recorded(state, principal: principal, context: context)
