@@ -75,6 +75,24 @@ struct TusCoreTests {
     #expect(head["Content-Location"] == nil)
   }
 
+  @Test func tusKitsHeaderSpellingAndMetadataAreAccepted() throws {
+    let tus = try TusServer()
+    defer { tus.stop() }
+    // TUSKit writes `TUS-Resumable`, an `Upload-Extension` of its own and ", " between pairs.
+    let metadata = "fileName SU1HXzAwMDEuSEVJQw==, filetype aW1hZ2UvaGVpYw=="
+    let created = try tus.request(
+      "POST", "/v1/tus",
+      [
+        ("TUS-Resumable", "1.0.0"), S.acme, ("Upload-Extension", "creation"), ("Upload-Length", "10"),
+        ("Upload-Metadata", metadata),
+      ], body: [])
+    #expect(created.status == 201)
+    let location = try #require(created["Location"])
+    let path = try #require(URL(string: location)?.path)
+    let head = try tus.request("HEAD", path, [("TUS-Resumable", "1.0.0"), S.acme])
+    #expect(head["Upload-Metadata"] == metadata && head["Upload-Length"] == "10")
+  }
+
   @Test func locationFollowsTheProxysSchemeOrThePublicURL() throws {
     let tus = try TusServer()
     defer { tus.stop() }
