@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -130,5 +131,81 @@ struct TuspyHAProxyTests {
     // Location named the address the client used (the proxies keep Host).
     #expect(report.url.hasPrefix("http://127.0.0.1:"))
     #expect(!report.url.contains(":\(tus.port)/"))
+  }
+}
+
+/// Durability end to end: tuspy's PATCH is under way when attachd is killed with SIGKILL; a new
+/// attachd on the same data directory comes up behind the proxy's stable address, and tuspy's
+/// own retries resume from the offset the first one had made durable.
+@Suite(
+  .serialized, .timeLimit(.minutes(3)),
+  .enabled(if: Corpus.directory != nil, "skipped: corpus not present"),
+  .enabled(if: Tuspy.installed, "skipped: tuspy not installed (Scripts/install-deps)"),
+  .enabled(if: ServeBinaryTests.binary != nil, "attachd binary not built"))
+struct TuspyCrashTests {
+  @Test func tuspyResumesAfterAttachdIsKilledMidPatchAndRestarted() throws {
+    let root = try LiveTesting.temporaryDirectory()
+    let data = root + "/data"
+    let environment = ["ATTACHD_UPLOAD_COMMIT_INTERVAL": "0.2", "ATTACHD_UPLOAD_BUFFER_BYTES": "65536"]
+    let first = try CrashTests.start(dataDirectory: data, log: root + "/first.log", extra: environment)
+    let target = root + "/target"
+    try "127.0.0.1:\(first.port)".write(toFile: target, atomically: true, encoding: .utf8)
+    let file = UploadClientTests.corpusPath(TuspyTests.jpeg)
+    let config: [String: Any] = [
+      "target": "unused", "target_file": target, "key": CrashTests.key, "file": file, "mode": "slow",
+      "pace_ms": 100, "chunk_size": 4 << 20, "retries": 60, "retry_delay": 0.25,
+    ]
+    let driver = Process()
+    driver.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    driver.arguments = [
+      "python3", TuspyTests.driver,
+      String(decoding: try JSONSerialization.data(withJSONObject: config), as: UTF8.self),
+    ]
+    let output = Pipe()
+    driver.standardOutput = output
+    driver.standardError = FileHandle.nullDevice
+    try driver.run()
+    defer { if driver.isRunning { driver.terminate() } }
+    let finished = DispatchSemaphore(value: 0)
+    let stdout = Mutex(Data())
+    Thread.detachNewThread {
+      let data = output.fileHandleForReading.readDataToEndOfFile()
+      stdout.withLock { $0 = data }
+      finished.signal()
+    }
+    // Kill once the PATCH has brought a good part of the photo (the commit timer makes it
+    // durable every 0.2 s) and is still sending.
+    let uploads = data + "/uploads"
+    let spooled = LiveTesting.waitUntil(seconds: 30) {
+      let names = (try? FileManager.default.contentsOfDirectory(atPath: uploads)) ?? []
+      return names.contains { name in
+        ((try? FileManager.default.attributesOfItem(atPath: uploads + "/" + name)[.size]) as? Int ?? 0)
+          >= 600_000
+      }
+    }
+    #expect(spooled)
+    kill(first.process.processIdentifier, SIGKILL)
+    first.process.waitUntilExit()
+    let second = try CrashTests.start(dataDirectory: data, log: root + "/second.log", extra: environment)
+    defer {
+      second.process.terminate()
+      second.process.waitUntilExit()
+    }
+    try "127.0.0.1:\(second.port)".write(toFile: target, atomically: true, encoding: .utf8)
+    #expect(finished.wait(timeout: .now() + 120) == .success, "tuspy did not finish")
+    let printed = stdout.withLock { $0 }
+    let report = try JSONDecoder().decode(TuspyTests.Report.self, from: printed)
+    let object = try #require(try JSONSerialization.jsonObject(with: printed) as? [String: Any])
+    let record = try #require(object["record"] as? [String: Any])
+    let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+    // The retry started from what the killed process had acknowledged: not 0, not the end.
+    let resumedAt = try #require(report.patch_offsets.dropFirst().first)
+    #expect(resumedAt > 0 && resumedAt < size, "resumed at \(resumedAt)")
+    #expect(report.status == 200 && report.head_offset == String(size))
+    let plain = try TusWire(port: second.port).request(
+      "POST", "/v1/attachments", [("Authorization", "Bearer " + CrashTests.key)],
+      body: Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+    #expect(plain.status == 201)
+    #expect(TusServer.content(record) == TusServer.content(try #require(plain.json)))
   }
 }

@@ -4,13 +4,18 @@
     python3 tuspy_driver.py CONFIG_JSON
 
 CONFIG_JSON: {"target": "127.0.0.1:PORT", "key": "...", "file": "...", "chunk_size": N,
-              "mode": "plain" | "cut" | "corrupt", "at": N, "checksum": bool, "pace_ms": N}
+              "mode": "plain" | "slow" | "cut" | "corrupt", "at": N, "checksum": bool, "pace_ms": N,
+              "target_file": PATH, "retries": N, "retry_delay": S}
 
 - plain:   upload through the proxy, nothing done to the bytes;
 - cut:     the first PATCH's connection is closed (both ways) after `at` body bytes passed;
            tuspy (retries=5) asks HEAD for the offset and resumes from there;
 - corrupt: one bit of body byte `at` of the first PATCH is flipped; with `checksum` tuspy's
-           sha1 Upload-Checksum must get 460 (retries=0), then a second `upload()` resumes.
+           sha1 Upload-Checksum must get 460 (retries=0), then a second `upload()` resumes;
+- slow:    the first PATCH is only paced (the test kills the server under it).
+
+`target_file`, when given, names a file holding the target: it is read for every new connection,
+so a test can restart the server on another port under the proxy's stable address.
 
 `pace_ms` sends the faulted PATCH's body in 64 KiB pieces that far apart, as a phone's radio
 does, instead of as fast as loopback goes (where a cut lands before the server read anything).
@@ -32,8 +37,9 @@ from tusclient.exceptions import TusUploadFailed
 class Proxy:
     """A TCP proxy on 127.0.0.1 that reads request heads to find PATCH bodies."""
 
-    def __init__(self, target, mode, at, pace_ms):
+    def __init__(self, target, mode, at, pace_ms, target_file=None):
         self.target = target
+        self.target_file = target_file
         self.mode = mode
         self.at = at
         self.pace = pace_ms / 1000.0
@@ -54,8 +60,15 @@ class Proxy:
                 downstream, _ = self.listener.accept()
             except OSError:
                 return
-            host, port = self.target.split(":")
-            upstream = socket.create_connection((host, int(port)))
+            target = self.target
+            if self.target_file:
+                target = open(self.target_file).read().strip()
+            host, port = target.split(":")
+            try:
+                upstream = socket.create_connection((host, int(port)))
+            except OSError:
+                downstream.close()
+                continue
             threading.Thread(target=self.pump_down, args=(upstream, downstream), daemon=True).start()
             threading.Thread(target=self.pump_up, args=(downstream, upstream), daemon=True).start()
 
@@ -95,7 +108,7 @@ class Proxy:
                 length = int(fields.get("content-length", "0"))
                 is_patch = method == "PATCH" or fields.get("x-http-method-override") == "PATCH"
                 with self.lock:
-                    fault = is_patch and not self.done and self.mode in ("cut", "corrupt")
+                    fault = is_patch and not self.done and self.mode in ("cut", "corrupt", "slow")
                     if fault:
                         self.done = True
                     if is_patch:
@@ -137,14 +150,16 @@ class Proxy:
 
 def main():
     config = json.loads(sys.argv[1])
-    proxy = Proxy(config["target"], config["mode"], config.get("at", 0), config.get("pace_ms", 0))
+    proxy = Proxy(config["target"], config["mode"], config.get("at", 0), config.get("pace_ms", 0),
+                  config.get("target_file"))
     base = "http://127.0.0.1:%d" % proxy.port
     auth = {"Authorization": "Bearer " + config["key"]}
     my_client = tus_client.TusClient(base + config.get("path", "/v1/tus"), headers=auth)
     checksum = config.get("checksum", False)
-    retries = 0 if config["mode"] == "corrupt" else 5
+    retries = config.get("retries", 0 if config["mode"] == "corrupt" else 5)
     uploader = my_client.uploader(
-        config["file"], chunk_size=config["chunk_size"], retries=retries, retry_delay=0.2,
+        config["file"], chunk_size=config["chunk_size"], retries=retries,
+        retry_delay=config.get("retry_delay", 0.2),
         metadata={"filename": "photo.jpg"}, upload_checksum=checksum)
     first_failure = None
     try:
