@@ -75,6 +75,14 @@ public struct Pipeline: Sendable {
   public func process(
     _ input: [UInt8], cancellation: PipelineCancellation? = nil
   ) throws(PipelineError) -> ProcessedImage {
+    try input.withBytes { input throws(PipelineError) in try process(input, cancellation: cancellation) }
+  }
+
+  /// Processes one upload read in place (e.g. a spooled body's file mapping, never copied): the
+  /// bytes must stay valid until this returns.
+  public func process(
+    _ input: UnsafeRawBufferPointer, cancellation: PipelineCancellation? = nil
+  ) throws(PipelineError) -> ProcessedImage {
     let clock = ContinuousClock()
     let started = clock.now
     let checkpoint = Checkpoint(cancellation: cancellation, deadline: started + configuration.deadline)
@@ -102,13 +110,6 @@ public struct Pipeline: Sendable {
       jpeg: output, width: context.outputSize.width, height: context.outputSize.height,
       source: Self.sourceInfo(context, header), losslessTransform: context.losslessTransform, timings: timings
     )
-  }
-
-  /// Processes one upload read in place (e.g. a spooled body's file mapping).
-  public func process(
-    _ input: UnsafeRawBufferPointer, cancellation: PipelineCancellation? = nil
-  ) throws(PipelineError) -> ProcessedImage {
-    try process([UInt8](input), cancellation: cancellation)
   }
 
   /// Processes one upload given as `Data`.

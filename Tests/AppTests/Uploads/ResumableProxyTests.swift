@@ -52,4 +52,12 @@ struct ResumableProxyTests {
     #expect(final.status == 201)
     #expect(Interop.facts(final.json) == (try Interop.plainFacts(server, Interop.jpeg)))
   }
+
+  @Test func theCommittedHAProxyConfigurationIsValid() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent().deletingLastPathComponent()
+    let config = root.appendingPathComponent("Config/haproxy.cfg").path
+    let outcome = try ChildProcess.run(HAProxy.executable!, ["-c", "-f", config], timeout: 30, checked: false)
+    #expect(outcome.status == 0, "\(outcome.output)")
+  }
 }
