@@ -23,6 +23,14 @@ struct UploadLifecycleLiveTests {
     return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
   }
 
+  /// `attachd_memory_budget_bytes_in_use` now: above 0 while an image is in the pipeline.
+  static func budgetInUse(_ server: AttachmentServer) throws -> Int {
+    let metrics = try server.curl("/metrics", [])
+    let text = String(decoding: metrics.body, as: UTF8.self)
+    let line = text.split(separator: "\n").first { $0.hasPrefix("attachd_memory_budget_bytes_in_use ") }
+    return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+  }
+
   static func storedCount(_ server: AttachmentServer) throws -> Int {
     try #require(server.app.attachments).store.statistics().attachments
   }
@@ -86,10 +94,10 @@ struct UploadLifecycleLiveTests {
         "POST /v1/attachments HTTP/1.1",
         ["Host: x", AttachmentServer.bearer(AttachmentServer.acmeKey), "Content-Length: \(body.count)"]))
     try connection.send(body)
-    // The body is in; the image is being decoded. Leave.
-    usleep(500_000)
+    // Leave once the image is in the pipeline (its memory is reserved), however busy the machine.
+    #expect(LiveTesting.waitUntil(seconds: 30) { ((try? Self.budgetInUse(server)) ?? 0) > 0 })
     connection.close()
-    #expect(LiveTesting.waitUntil(seconds: 30) { ((try? Self.cancelledCount(server)) ?? 0) > before })
+    #expect(LiveTesting.waitUntil(seconds: 60) { ((try? Self.cancelledCount(server)) ?? 0) > before })
     #expect(try Self.storedCount(server) == 0)
   }
 
@@ -103,9 +111,9 @@ struct UploadLifecycleLiveTests {
     try connection.send(client.creation(length: body.count, contentType: "image/heic"))
     let interim = try connection.readResponse()
     try connection.send(body)
-    usleep(500_000)
+    #expect(LiveTesting.waitUntil(seconds: 30) { ((try? Self.budgetInUse(server)) ?? 0) > 0 })
     connection.close()
-    #expect(LiveTesting.waitUntil(seconds: 30) { ((try? Self.cancelledCount(server)) ?? 0) > before })
+    #expect(LiveTesting.waitUntil(seconds: 60) { ((try? Self.cancelledCount(server)) ?? 0) > before })
     #expect(try Self.storedCount(server) == 0)
     // Every byte is in and the upload is complete; its processing was given back, so the
     // completion asked for again runs it to the end.
