@@ -24,4 +24,8 @@ public enum AppError: Error, Sendable, Equatable {
   case rangeNotSatisfiable(size: Int)
   /// A `profile` query parameter that names no model profile (400).
   case unknownProfile
+  /// A resumable append whose `Content-Type` is not `application/partial-upload` (415).
+  case unsupportedPatchType
+  /// Bytes past the length a resumable upload declared (400; past its maximum is a 413).
+  case uploadLengthExceeded
 }

@@ -12,6 +12,7 @@ extension Application {
     public var limits = LimitOptions()
     public var signing = SignedURL.Configuration()
     public var attachments = AttachmentOptions()
+    public var uploads = UploadOptions()
     public var log = LogOptions()
     public var cors = CORSPolicy.Configuration()
 
@@ -25,6 +26,7 @@ extension Application {
       try limits.validate()
       try signing.validate()
       try attachments.validate()
+      try uploads.validate()
       try log.validate()
       try cors.validate()
     }

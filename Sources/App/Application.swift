@@ -17,6 +17,14 @@ public final class Application: HTTPHandler {
     case image
     case meta
     case delete
+    /// `/v1/uploads/{id}`: a resumable upload (HEAD, GET, PATCH, DELETE, OPTIONS).
+    case uploadResource
+    /// `OPTIONS /v1/attachments`: what uploads may do here.
+    case uploadOptions
+    /// `/v1/tus`: tus creation (POST) and discovery (OPTIONS).
+    case tusCreation
+    /// `/v1/tus/{id}`: one tus upload (HEAD, GET, PATCH, DELETE, OPTIONS).
+    case tusUpload
 
     /// The path template, for metrics labels (never the raw path).
     public var template: String {
@@ -25,9 +33,12 @@ public final class Application: HTTPHandler {
       case .readyz: "/readyz"
       case .metrics: "/metrics"
       case .openAPI: "/openapi.json"
-      case .upload: Application.attachmentsPath
+      case .upload, .uploadOptions: Application.attachmentsPath
+      case .uploadResource: AttachmentService.uploadsPath + "/{id}"
       case .image, .delete: Application.attachmentsPath + "/{id}"
       case .meta: Application.attachmentsPath + "/{id}/meta"
+      case .tusCreation: TusProtocol.path
+      case .tusUpload: TusProtocol.path + "/{id}"
       }
     }
   }
@@ -46,6 +57,8 @@ public final class Application: HTTPHandler {
   public let attachments: AttachmentService?
   /// Why storage could not be opened, when it could not.
   public let storageFailure: String?
+  /// tus 1.0 at `/v1/tus`; nil when storage could not be opened.
+  let tus: TusService?
   let sweeper: Sweeper?
   let router: Router<Route>
   let requestIDs = RequestIDs()
@@ -63,6 +76,12 @@ public final class Application: HTTPHandler {
     router.add("GET", attachmentsPath + "/{id}", .image)
     router.add("DELETE", attachmentsPath + "/{id}", .delete)
     router.add("GET", attachmentsPath + "/{id}/meta", .meta)
+    router.add("OPTIONS", attachmentsPath, .uploadOptions)
+    for method in ["GET", "PATCH", "DELETE", "OPTIONS"] {
+      router.add(method, AttachmentService.uploadsPath + "/{id}", .uploadResource)
+    }
+    for method in TusService.collectionMethods { router.add(method, TusProtocol.path, .tusCreation) }
+    for method in TusService.uploadMethods { router.add(method, TusProtocol.path + "/{id}", .tusUpload) }
     return router
   }
 
@@ -99,21 +118,32 @@ public final class Application: HTTPHandler {
       }
       var storeConfiguration = AttachmentStore.Configuration()
       storeConfiguration.defaultRetention = TimeInterval(options.retention)
+      let directory = configuration.storage.dataDirectory
+      // One index for attachments and uploads: one SQLite file, one writer lock, one WAL.
+      let index = try SQLiteIndex(configuration: SQLiteIndex.Configuration(path: directory + "/index.sqlite"))
       let store = try AttachmentStore.embedded(
-        directory: configuration.storage.dataDirectory, configuration: storeConfiguration)
+        directory: directory, index: index, configuration: storeConfiguration)
+      let uploadStore = try FileUploadStore(
+        dataDirectory: directory, index: index, configuration: configuration.uploads.storeConfiguration())
+      Self.logRecovery(uploadStore.recovery, eventLog: eventLog)
       for (tenant, seconds) in options.tenantRetention.sorted(by: { $0.key < $1.key }) {
         try store.setRetention(TimeInterval(seconds), tenant: tenant)
       }
       let pipeline = try Pipeline(configuration: options.pipelineConfiguration())
+      let engine = UploadEngine(store: uploadStore, options: configuration.uploads)
       let service = AttachmentService(
         store: store, pipeline: pipeline, access: control, metrics: metrics, options: options,
-        eventLog: eventLog)
+        uploads: engine, eventLog: eventLog)
+      let tusService = try TusService(attachments: service, scratchDirectory: directory)
       attachments = service
-      sweeper = Sweeper(store: store, interval: Double(options.sweepInterval), eventLog: eventLog)
+      tus = tusService
+      sweeper = Sweeper(
+        store: store, uploads: uploadStore, interval: Double(options.sweepInterval), eventLog: eventLog)
       storageFailure = nil
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
     } catch {
       attachments = nil
+      tus = nil
       sweeper = nil
       storageFailure = String(describing: error)
     }
@@ -135,27 +165,48 @@ public final class Application: HTTPHandler {
       guard case .ok(let principal) = result else { return nil }
       return principal.tenant
     }
-    let match = router.match(method: head.method, path: head.path)
+    var method = head.method
+    let isTus = head.path == TusProtocol.path || head.path.hasPrefix(TusProtocol.path + "/")
+    if isTus {
+      // Every tus answer carries Tus-Resumable, the server's own (408, 503 …) and 404/405 too.
+      for (name, value) in TusProtocol.responseHeaders {
+        context.responseHeaders.add(name: name, value: value)
+      }
+      method = TusProtocol.method(of: head)
+    }
+    let match = router.match(method: method, path: head.path)
+    if isTus, case .found(let route, let parameters) = match {
+      context.route = route.template
+      guard let tus else { return storageUnavailable(context) }
+      return tus.head(head, method: method, id: parameters["id"], context: context)
+    }
+    if case .found(.upload, _) = match, head.headers.contains(name: "Tus-Resumable") {
+      // A tus client pointed at the attachments URL: tus wins over the other upload protocols
+      // when it says so, and the upload lives under /v1/tus like any other.
+      context.route = Route.tusCreation.template
+      for (name, value) in TusProtocol.responseHeaders {
+        context.responseHeaders.add(name: name, value: value)
+      }
+      guard let tus else { return storageUnavailable(context) }
+      return tus.head(head, method: TusProtocol.method(of: head), id: nil, context: context)
+    }
     if case .found(let route, _) = match {
       context.route = route.template
     } else {
       context.route = Self.unmatchedRoute
     }
     if case .found(let route, let parameters) = match,
-      route == .upload || route == .image || route == .meta
-        || route == .delete
+      [.upload, .image, .meta, .delete, .uploadResource, .uploadOptions].contains(route)
     {
-      guard let attachments else {
-        return .respond(
-          ErrorTable.response(
-            for: AppError.notReady(reason: storageFailure ?? "storage"), requestID: context.requestID,
-            log: eventLog))
-      }
+      guard let attachments else { return storageUnavailable(context) }
       let id = parameters["id"] ?? ""
       switch route {
       case .upload: return attachments.uploadHead(head, context: context)
       case .image: return attachments.image(head, id: id, context: context)
       case .meta: return attachments.meta(head, id: id, context: context)
+      case .uploadResource: return attachments.uploadResource(head, id: id, context: context)
+      case .uploadOptions:
+        return attachments.resumableOptions(head, fields: ResumableFields(head), context: context)
       default: return attachments.delete(head, id: id, context: context)
       }
     }
@@ -179,6 +230,14 @@ public final class Application: HTTPHandler {
     case .found, .notFound:
       return .respond(ErrorTable.response(for: AppError.notFound, requestID: requestID, log: nil))
     }
+  }
+
+  /// 503 `not_ready` for a route that needs the storage that could not be opened.
+  func storageUnavailable(_ context: RequestContext) -> HeadDecision {
+    .respond(
+      ErrorTable.response(
+        for: AppError.notReady(reason: storageFailure ?? "storage"), requestID: context.requestID,
+        log: eventLog))
   }
 
   /// 200 when ready (data directory and storage writable, not draining), else 503
@@ -222,11 +281,30 @@ public final class Application: HTTPHandler {
       status: request.status, requestBytes: 0, responseBytes: Int(clamping: request.bytesOut))
   }
 
-  /// Starts the retention sweeper (`makeServer` does this).
-  public func startBackgroundWork() { sweeper?.start() }
+  /// Starts the retention sweeper and the upload commit timer (`makeServer` does this).
+  public func startBackgroundWork() {
+    sweeper?.start()
+    attachments?.uploads.start()
+  }
 
-  /// Stops the sweeper; call once the server has stopped.
-  public func stopBackgroundWork() { sweeper?.stop() }
+  /// Stops the sweeper and the upload engine's threads; call once the server has stopped.
+  public func stopBackgroundWork() {
+    sweeper?.stop()
+    attachments?.uploads.stop()
+  }
+
+  /// One event-log line when opening the upload store repaired something a crash left.
+  static func logRecovery(_ recovery: FileUploadStore.Recovery, eventLog: EventLog) {
+    guard recovery != FileUploadStore.Recovery() else { return }
+    eventLog.info(
+      "upload store recovered",
+      fields: [
+        ("removed_files", String(recovery.removedFiles)),
+        ("truncated_files", String(recovery.truncatedFiles)),
+        ("lowered_offsets", String(recovery.loweredOffsets)),
+        ("released_leases", String(recovery.releasedLeases)),
+      ])
+  }
 
   static func json(status: Int, _ text: StaticString) -> HTTPResponse {
     let body = text.withUTF8Buffer { Array($0) + [0x0A] }

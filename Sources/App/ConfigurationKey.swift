@@ -188,6 +188,33 @@ public struct ConfigurationKey: Sendable {
     .integer(
       "uploads.quality", env: "ATTACHD_JPEG_QUALITY", flag: nil, summary: "JPEG quality of stored images",
       range: 1...100, \.attachments.quality),
+    .integer(
+      "uploads.spoolThreshold", env: "ATTACHD_SPOOL_THRESHOLD", flag: nil,
+      summary: "plain bodies over this many bytes spool to disk instead of memory", range: 0...(1 << 40),
+      \.uploads.spoolThreshold),
+    .seconds(
+      "uploads.resumableTTL", env: "ATTACHD_RESUMABLE_TTL", flag: nil,
+      summary: "seconds a resumable upload lives after its creation (1 s … 30 days)", \.uploads.resumableTTL),
+    .integer(
+      "uploads.writeBufferBytes", env: "ATTACHD_UPLOAD_BUFFER_BYTES", flag: nil,
+      summary: "bytes one streaming upload buffers before writing them out", range: (4 << 10)...(256 << 20),
+      \.uploads.writeBufferBytes),
+    .integer(
+      "uploads.commitBytes", env: "ATTACHD_UPLOAD_COMMIT_BYTES", flag: nil,
+      summary: "bytes written between two durable commits within one request (0 = every write)",
+      range: 0...(1 << 40), \.uploads.commitBytes),
+    .seconds(
+      "uploads.commitInterval", env: "ATTACHD_UPLOAD_COMMIT_INTERVAL", flag: nil,
+      summary: "seconds received bytes may wait before a commit acknowledges them", \.uploads.commitInterval),
+    ConfigurationKey(
+      path: "uploads.syncOffsetCommits", environment: "ATTACHD_UPLOAD_SYNC_OFFSETS", flag: nil,
+      defaultText: "false", summary: "offset commits also wait for the index fsync (survive power loss)",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config.uploads.syncOffsetCommits = try value.boolean()
+      }),
+    .integer(
+      "uploads.ioThreads", env: "ATTACHD_UPLOAD_IO_THREADS", flag: nil,
+      summary: "threads for upload file and index work", range: 1...256, \.uploads.ioThreads),
     .seconds(
       "pipeline.deadline", env: "ATTACHD_PIPELINE_DEADLINE", flag: nil,
       summary: "seconds one image may take in the pipeline (→ 503 deadline_exceeded)",
@@ -293,6 +320,19 @@ enum ConfigurationValue: Sendable {
       guard let n = Int(exactly: d) else { throw ConfigurationError("expected an integer, got \(d)") }
       return n
     case .json: throw ConfigurationError("expected an integer")
+    }
+  }
+
+  func boolean() throws(ConfigurationError) -> Bool {
+    switch self {
+    case .text(let s):
+      switch s.trimmingASCIIWhitespace().lowercased() {
+      case "true", "1", "yes", "on": return true
+      case "false", "0", "no", "off": return false
+      default: throw ConfigurationError("expected true or false, got \"\(s)\"")
+      }
+    case .json(.bool(let b)): return b
+    case .json: throw ConfigurationError("expected true or false")
     }
   }
 

@@ -10,12 +10,21 @@ public struct PublicError: Sendable, Equatable {
   public var code: String
   public var title: String
   public var headers: HTTPHeaders
+  /// The problem type URI when a specification defines one (`about:blank` otherwise).
+  public var type: String
+  /// Integer members the problem type defines (e.g. `expected-offset`).
+  public var integers: [ProblemDetails.IntegerMember]
 
-  public init(status: Int, code: String, title: String, headers: HTTPHeaders = [:]) {
+  public init(
+    status: Int, code: String, title: String, headers: HTTPHeaders = [:], type: String = "about:blank",
+    integers: [ProblemDetails.IntegerMember] = []
+  ) {
     self.status = status
     self.code = code
     self.title = title
     self.headers = headers
+    self.type = type
+    self.integers = integers
   }
 }
 
@@ -40,6 +49,7 @@ public enum ErrorTable {
     case let error as AccessError: error.publicError
     case let error as TokenError: publicError(for: error)
     case let error as QuotaError: publicError(for: error)
+    case let error as TusError: publicError(for: error)
     default: internalError
     }
   }
@@ -108,13 +118,40 @@ public enum ErrorTable {
     }
   }
 
+  /// Storage failures, and the upload engine's refusals (which an upload protocol may dress
+  /// in its own headers and problem types: `ResumableVersion`).
   static func publicError(for error: StorageError) -> PublicError {
-    if error.code == .busy {
-      return PublicError(
+    switch error.code {
+    case .busy:
+      PublicError(
         status: 503, code: "storage_busy", title: "Storage busy",
         headers: ["Retry-After": String(retryAfterSeconds)])
+    case .unavailable:
+      PublicError(
+        status: 503, code: "storage_unavailable", title: "Storage unavailable",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    // Another tenant's upload, an expired one and a malformed id look the same.
+    case .notFound: PublicError(status: 404, code: "not_found", title: "Not found")
+    case .offsetMismatch:
+      PublicError(status: 409, code: "upload_offset_mismatch", title: "The offset is not the upload's offset")
+    case .uploadCompleted:
+      PublicError(status: 400, code: "upload_completed", title: "The upload is already complete")
+    case .lengthMismatch:
+      PublicError(status: 400, code: "upload_length_mismatch", title: "The upload length is inconsistent")
+    case .lengthExceeded:
+      PublicError(status: 413, code: "payload_too_large", title: "Upload too large")
+    case .uploadIncomplete:
+      PublicError(status: 409, code: "upload_incomplete", title: "The upload is missing bytes")
+    // The request that was taken over: its client has gone (it started a new one).
+    case .preempted:
+      PublicError(status: 409, code: "upload_superseded", title: "A newer request took the upload over")
+    case .inProgress:
+      PublicError(
+        status: 409, code: "upload_in_progress", title: "Another request is working on the upload",
+        headers: ["Retry-After": "1"])
+    default:
+      PublicError(status: 500, code: "storage_error", title: "Storage failed")
     }
-    return PublicError(status: 500, code: "storage_error", title: "Storage failed")
   }
 
   static func publicError(for error: AppError) -> PublicError {
@@ -147,6 +184,11 @@ public enum ErrorTable {
         title: "Unknown profile (one of: \(ModelProfile.allCases.map(\.rawValue).joined(separator: ", ")))")
     case .notFound:
       PublicError(status: 404, code: "not_found", title: "Not found")
+    case .unsupportedPatchType:
+      PublicError(
+        status: 415, code: "unsupported_patch_type", title: "Appends are application/partial-upload")
+    case .uploadLengthExceeded:
+      PublicError(status: 400, code: "upload_length_exceeded", title: "More bytes than the upload's length")
     case .methodNotAllowed(let allow):
       PublicError(
         status: 405, code: "method_not_allowed", title: "Method not allowed",
@@ -238,8 +280,10 @@ public enum ErrorTable {
   /// An `application/problem+json` (RFC 9457) response for a table row; the request id is
   /// the problem's `instance`.
   public static func problemResponse(_ entry: PublicError, requestID: String) -> HTTPResponse {
-    let problem = ProblemDetails(
+    var problem = ProblemDetails(
       status: entry.status, code: entry.code, title: entry.title, instance: requestID)
+    problem.type = entry.type
+    problem.integers = entry.integers
     var headers = entry.headers
     headers.add(name: "Content-Type", value: ProblemDetails.contentType)
     headers.add(name: "Cache-Control", value: "no-store")

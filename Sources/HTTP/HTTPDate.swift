@@ -36,6 +36,12 @@ public struct HTTPDateCache: Sendable {
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
   ]
 
+  /// The IMF-fixdate for `epochSeconds` as text, for date-valued headers other than `Date`
+  /// (e.g. tus `Upload-Expires`).
+  public static func string(epochSeconds: Int64) -> String {
+    String(decoding: format(epochSeconds: epochSeconds), as: UTF8.self)
+  }
+
   /// `Sun, 06 Nov 1994 08:49:37 GMT`, computed with the days-to-civil algorithm (no time zone
   /// database, no Foundation).
   static func format(epochSeconds: Int64) -> [UInt8] {

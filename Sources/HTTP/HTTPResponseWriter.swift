@@ -175,6 +175,8 @@ public enum HTTPResponseWriter {
     case 428: "Precondition Required"
     case 429: "Too Many Requests"
     case 431: "Request Header Fields Too Large"
+    // tus 1.0 checksum extension: the chunk did not match its `Upload-Checksum`.
+    case 460: "Checksum Mismatch"
     case 500: "Internal Server Error"
     case 501: "Not Implemented"
     case 502: "Bad Gateway"

@@ -13,6 +13,21 @@ public struct ProblemDetails: Sendable, Equatable {
   public var detail: String?
   /// The request id of this occurrence.
   public var instance: String?
+  /// The problem type URI (RFC 9457 §3.1.1); `about:blank` when the status says it all.
+  public var type = "about:blank"
+  /// Non-negative integer extension members (RFC 9457 §3.2), in order, e.g. `expected-offset`.
+  public var integers: [IntegerMember] = []
+
+  /// One integer extension member.
+  public struct IntegerMember: Sendable, Equatable {
+    public var name: String
+    public var value: Int
+
+    public init(_ name: String, _ value: Int) {
+      self.name = name
+      self.value = value
+    }
+  }
 
   public init(status: Int, code: String, title: String? = nil, detail: String? = nil, instance: String? = nil)
   {
@@ -25,7 +40,9 @@ public struct ProblemDetails: Sendable, Equatable {
 
   /// Appends the JSON object to `out`.
   public func writeJSON(into out: inout [UInt8]) {
-    out += #"{"type":"about:blank","status":"#.utf8
+    out += #"{"type":"#.utf8
+    Self.writeJSONString(type, into: &out)
+    out += #","status":"#.utf8
     HTTPResponseWriter.writeDecimal(max(0, status), into: &out)
     out += #","code":"#.utf8
     Self.writeJSONString(code, into: &out)
@@ -38,6 +55,12 @@ public struct ProblemDetails: Sendable, Equatable {
     if let instance {
       out += #","instance":"#.utf8
       Self.writeJSONString(instance, into: &out)
+    }
+    for member in integers {
+      out.append(UInt8(ascii: ","))
+      Self.writeJSONString(member.name, into: &out)
+      out.append(UInt8(ascii: ":"))
+      HTTPResponseWriter.writeDecimal(max(0, member.value), into: &out)
     }
     out.append(UInt8(ascii: "}"))
   }

@@ -14,6 +14,11 @@ public enum GIFCodec {
 
   /// Reads the logical screen size.
   public static func readHeader(_ data: [UInt8]) throws -> GIFInfo {
+    try data.withUnsafeBytes { try readHeader($0) }
+  }
+
+  /// Reads the header of bytes read in place.
+  public static func readHeader(_ data: UnsafeRawBufferPointer) throws -> GIFInfo {
     try withGIF(data) { gif in
       GIFInfo(width: Int(gif.pointee.SWidth), height: Int(gif.pointee.SHeight))
     }
@@ -25,6 +30,13 @@ public enum GIFCodec {
   /// over `maxPixels`, or a file that ends inside the image data fails.
   /// The result is RGBA when anything is transparent, RGB otherwise.
   public static func decode(_ data: [UInt8], maxPixels: Int = 250_000_000) throws -> PixelBuffer {
+    try data.withUnsafeBytes { try decode($0, maxPixels: maxPixels) }
+  }
+
+  /// Decodes bytes read in place (see the `[UInt8]` variant).
+  public static func decode(_ data: UnsafeRawBufferPointer, maxPixels: Int = 250_000_000) throws
+    -> PixelBuffer
+  {
     try withGIF(data) { gif in
       let (width, height) = (Int(gif.pointee.SWidth), Int(gif.pointee.SHeight))
       guard width > 0, height > 0 else { throw CodecError(.corrupt, codec: codec, "empty logical screen") }
@@ -119,7 +131,9 @@ public enum GIFCodec {
   }
 
   /// Opens `data` with a memory reader and hands the open GifFileType to `body`; closes it after.
-  private static func withGIF<T>(_ data: [UInt8], _ body: (UnsafeMutablePointer<GifFileType>) throws -> T)
+  private static func withGIF<T>(
+    _ data: UnsafeRawBufferPointer, _ body: (UnsafeMutablePointer<GifFileType>) throws -> T
+  )
     throws -> T
   {
     try data.withUnsafeBufferPointer { buffer in

@@ -67,6 +67,13 @@ public enum HEIFCodec {
 
   /// Reads the primary image's size, alpha, depth and colour without decoding pixels.
   public static func primaryInfo(_ data: [UInt8], options: Options = Options()) throws -> HEIFInfo {
+    try data.withUnsafeBytes { try primaryInfo($0, options: options) }
+  }
+
+  /// The primary image's facts from bytes read in place.
+  public static func primaryInfo(_ data: UnsafeRawBufferPointer, options: Options = Options()) throws
+    -> HEIFInfo
+  {
     try withPrimary(data, options: options) { handle, context in
       try info(handle, context: context)
     }
@@ -83,6 +90,12 @@ public enum HEIFCodec {
   /// conversion (1.1 G) needs the tiles decoded one by one, which libheif 1.15's API does not
   /// offer (tiles are hidden items).
   public static func decode(_ data: [UInt8], options: Options = Options()) throws -> HEIFImage {
+    try data.withUnsafeBytes { try decode($0, options: options) }
+  }
+
+  /// Decodes bytes read in place (see the `[UInt8]` variant).
+  public static func decode(_ data: UnsafeRawBufferPointer, options: Options = Options()) throws -> HEIFImage
+  {
     try withPrimary(data, options: options) { handle, context in
       var info = try info(handle, context: context)
       guard let decodeOptions = heif_decoding_options_alloc() else {
@@ -108,7 +121,7 @@ public enum HEIFCodec {
 
   /// Opens `data` in memory (without copying) and hands the primary image handle to `body`.
   private static func withPrimary<T>(
-    _ data: [UInt8], options: Options, _ body: (ImageHandle, Context) throws -> T
+    _ data: UnsafeRawBufferPointer, options: Options, _ body: (ImageHandle, Context) throws -> T
   ) throws -> T {
     _ = initialised
     guard data.count >= 12 else { throw CodecError(.truncated, codec: codec, "\(data.count) bytes") }

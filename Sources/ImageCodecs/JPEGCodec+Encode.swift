@@ -76,6 +76,13 @@ extension JPEGCodec {
   public static func transform(
     _ data: [UInt8], operation: Operation, perfectOnly: Bool = true
   ) throws -> [UInt8] {
+    try data.withUnsafeBytes { try transform($0, operation: operation, perfectOnly: perfectOnly) }
+  }
+
+  /// Transforms bytes read in place (see the `[UInt8]` variant).
+  public static func transform(
+    _ data: UnsafeRawBufferPointer, operation: Operation, perfectOnly: Bool = true
+  ) throws -> [UInt8] {
     let info = try readHeader(data)
     if perfectOnly, !isPerfect(operation, for: info) {
       throw CodecError(

@@ -6,6 +6,13 @@ extension JPEGCodec {
   public static func decodePlanes(
     _ data: [UInt8], scaleToAtLeast target: (width: Int, height: Int)? = nil
   ) throws -> YCbCrPlanes? {
+    try data.withUnsafeBytes { try decodePlanes($0, scaleToAtLeast: target) }
+  }
+
+  /// Decodes the planes of bytes read in place (see the `[UInt8]` variant).
+  public static func decodePlanes(
+    _ data: UnsafeRawBufferPointer, scaleToAtLeast target: (width: Int, height: Int)? = nil
+  ) throws -> YCbCrPlanes? {
     let info = try readHeader(data)
     guard info.colourSpace == .ycbcr else { return nil }
     let size = scaledSize(width: info.width, height: info.height, toAtLeast: target)

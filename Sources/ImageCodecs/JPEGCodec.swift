@@ -65,6 +65,11 @@ public enum JPEGCodec {
 
   /// Reads dimensions, subsampling, colour space and precision without decoding pixels.
   public static func readHeader(_ data: [UInt8]) throws -> JPEGInfo {
+    try data.withUnsafeBytes { try readHeader($0) }
+  }
+
+  /// Reads the header of bytes read in place.
+  public static func readHeader(_ data: UnsafeRawBufferPointer) throws -> JPEGInfo {
     let markers = JPEGMarkers(data)
     // TurboJPEG 2.1 fails on 12-bit data with a generic error; answer "unsupported" from the SOF.
     if let precision = markers.precision, precision != 8 {
@@ -95,7 +100,7 @@ public enum JPEGCodec {
 
   /// The embedded ICC profile reassembled from APP2 chunks, nil when there is none.
   public static func iccProfile(_ data: [UInt8]) -> [UInt8]? {
-    JPEGMarkers(data).iccProfile(data)
+    data.withUnsafeBytes { JPEGMarkers($0).iccProfile($0) }
   }
 
   /// The decoded size for a target: the smallest M/8 DCT scale whose result is still ≥ the target
@@ -123,6 +128,14 @@ public enum JPEGCodec {
   /// Any libjpeg warning (truncation, corrupt data) fails the decode.
   public static func decode(
     _ data: [UInt8], scaleToAtLeast target: (width: Int, height: Int)? = nil, iccProfile: [UInt8]? = nil
+  ) throws -> PixelBuffer {
+    try data.withUnsafeBytes { try decode($0, scaleToAtLeast: target, iccProfile: iccProfile) }
+  }
+
+  /// Decodes bytes read in place (see the `[UInt8]` variant).
+  public static func decode(
+    _ data: UnsafeRawBufferPointer, scaleToAtLeast target: (width: Int, height: Int)? = nil,
+    iccProfile: [UInt8]? = nil
   ) throws -> PixelBuffer {
     let info = try readHeader(data)
     let size = scaledSize(width: info.width, height: info.height, toAtLeast: target)
@@ -217,7 +230,7 @@ final class TJHandle {
 
   /// The handle's last error as a CodecError. The kind is decided from the bytes, not the message:
   /// a failure on a file that does not end in EOI is a truncation, otherwise the data is corrupt.
-  func error(_ data: [UInt8], context: String) -> CodecError {
+  func error(_ data: UnsafeRawBufferPointer, context: String) -> CodecError {
     let message = "\(context): " + String(cString: tjGetErrorStr2(raw))
     let endsWithEOI = data.count >= 2 && data[data.count - 2] == 0xFF && data[data.count - 1] == 0xD9
     return CodecError(endsWithEOI ? .corrupt : .truncated, codec: JPEGCodec.codec, message)

@@ -11,7 +11,7 @@ struct JPEGMarkers {
   /// ICC_PROFILE chunks as (sequence number, byte range in the file).
   var iccChunks: [(sequence: UInt8, range: Range<Int>)] = []
 
-  init(_ data: [UInt8]) {
+  init(_ data: UnsafeRawBufferPointer) {
     var i = 2
     guard data.count >= 4, data[0] == 0xFF, data[1] == 0xD8 else { return }
     while i + 4 <= data.count {
@@ -35,7 +35,7 @@ struct JPEGMarkers {
     }
   }
 
-  private mutating func inspect(marker: UInt8, _ data: [UInt8], _ body: Range<Int>) {
+  private mutating func inspect(marker: UInt8, _ data: UnsafeRawBufferPointer, _ body: Range<Int>) {
     switch marker {
     case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
       if frameMarker == nil, !body.isEmpty {
@@ -59,7 +59,7 @@ struct JPEGMarkers {
   }
 
   /// The ICC profile reassembled from its APP2 chunks in sequence order, nil when absent.
-  func iccProfile(_ data: [UInt8]) -> [UInt8]? {
+  func iccProfile(_ data: UnsafeRawBufferPointer) -> [UInt8]? {
     guard !iccChunks.isEmpty else { return nil }
     var profile: [UInt8] = []
     profile.reserveCapacity(iccChunks.reduce(0) { $0 + $1.range.count })

@@ -23,7 +23,7 @@ struct PNGChunks {
 
   /// Walks `data`; throws `.corrupt` for a bad signature or chunk length, `.truncated` when the
   /// data ends before IEND.
-  init(_ data: [UInt8]) throws {
+  init(_ data: UnsafeRawBufferPointer) throws {
     guard data.count >= 8, Array(data[0..<8]) == Self.signature else {
       throw CodecError(.corrupt, codec: "png", "bad signature")
     }
@@ -55,7 +55,7 @@ struct PNGChunks {
   /// tRNS, IDAT, IEND). Dropping the rest means text chunks are never inflated (zTXt bombs),
   /// colour chunks are handled by us (iCCP) or ignored like browsers do (gAMA, cHRM), APNG
   /// chunks leave the default image, and any libpng warning left can only be about the image.
-  func imageOnly(_ data: [UInt8]) -> [UInt8] {
+  func imageOnly(_ data: UnsafeRawBufferPointer) -> [UInt8] {
     let kept: Set<UInt32> = [Self.IHDR, Self.PLTE, Self.tRNS, Self.IDAT, Self.IEND]
     var out = Self.signature
     out.reserveCapacity(data.count)

@@ -37,7 +37,7 @@ public enum PNGCodec {
 
   /// Reads IHDR and the chunk list; throws for a bad signature, bad IHDR or missing IEND.
   public static func readHeader(_ data: [UInt8]) throws -> PNGInfo {
-    try header(PNGChunks(data), data)
+    try data.withUnsafeBytes { try header(PNGChunks($0), $0) }
   }
 
   /// Decodes to 8-bit gray, RGB or RGBA (straight alpha): gray without transparency stays gray,
@@ -45,6 +45,11 @@ public enum PNGCodec {
   /// 16-bit samples are reduced to 8. APNG gives its default image. Any libpng warning fails.
   /// Ancillary chunks are not given to libpng (see `iccProfile` and `exif` for those).
   public static func decode(_ data: [UInt8]) throws -> PixelBuffer {
+    try data.withUnsafeBytes { try decode($0) }
+  }
+
+  /// Decodes bytes read in place (see the `[UInt8]` variant).
+  public static func decode(_ data: UnsafeRawBufferPointer) throws -> PixelBuffer {
     let chunks = try PNGChunks(data)
     let info = try header(chunks, data)
     let (format, layout): (UInt32, PixelBuffer.Layout)
@@ -95,7 +100,7 @@ public enum PNGCodec {
 
   /// The iCCP profile, inflated with at most `maxBytes` of output; nil when there is none.
   public static func iccProfile(_ data: [UInt8], maxBytes: Int = 4 << 20) throws -> [UInt8]? {
-    let chunks = try PNGChunks(data)
+    let chunks = try data.withUnsafeBytes { try PNGChunks($0) }
     guard let chunk = chunks.first(PNGChunks.iCCP) else { return nil }
     // Profile name (1–79 bytes), NUL, compression method 0, then a zlib stream.
     let body = data[chunk.data]
@@ -107,10 +112,10 @@ public enum PNGCodec {
 
   /// The raw TIFF-structured bytes of the eXIf chunk; nil when there is none.
   public static func exif(_ data: [UInt8]) throws -> [UInt8]? {
-    try PNGChunks(data).first(PNGChunks.eXIf).map { Array(data[$0.data]) }
+    try data.withUnsafeBytes { try PNGChunks($0) }.first(PNGChunks.eXIf).map { Array(data[$0.data]) }
   }
 
-  private static func header(_ chunks: PNGChunks, _ data: [UInt8]) throws -> PNGInfo {
+  private static func header(_ chunks: PNGChunks, _ data: UnsafeRawBufferPointer) throws -> PNGInfo {
     guard let ihdr = chunks.first(PNGChunks.IHDR), ihdr.data.count == 13 else {
       throw CodecError(.corrupt, codec: codec, "bad IHDR")
     }

@@ -20,6 +20,11 @@ public enum WebPCodec {
 
   /// Reads size, alpha, animation and lossless-ness from the headers.
   public static func readHeader(_ data: [UInt8]) throws -> WebPInfo {
+    try data.withUnsafeBytes { try readHeader($0) }
+  }
+
+  /// Reads the header of bytes read in place.
+  public static func readHeader(_ data: UnsafeRawBufferPointer) throws -> WebPInfo {
     var features = WebPBitstreamFeatures()
     let status = data.withUnsafeBufferPointer { WebPGetFeatures($0.baseAddress, $0.count, &features) }
     try check(status, data, "header")
@@ -34,6 +39,11 @@ public enum WebPCodec {
   /// Decodes to 8-bit RGB, or RGBA with straight alpha when the image has alpha. An animation
   /// gives its first frame composited onto the canvas (RGBA). A truncated file fails.
   public static func decode(_ data: [UInt8]) throws -> PixelBuffer {
+    try data.withUnsafeBytes { try decode($0) }
+  }
+
+  /// Decodes bytes read in place (see the `[UInt8]` variant).
+  public static func decode(_ data: UnsafeRawBufferPointer) throws -> PixelBuffer {
     let info = try readHeader(data)
     if info.isAnimated { return try firstFrame(data) }
     let layout: PixelBuffer.Layout = info.hasAlpha ? .rgba : .rgb
@@ -62,6 +72,12 @@ public enum WebPCodec {
 
   /// The ICCP and EXIF chunk payloads (nil when absent). Needs a complete, well-formed file.
   public static func metadata(_ data: [UInt8]) throws -> (iccProfile: [UInt8]?, exif: [UInt8]?) {
+    try data.withUnsafeBytes { try metadata($0) }
+  }
+
+  /// The chunk payloads of bytes read in place.
+  public static func metadata(_ data: UnsafeRawBufferPointer) throws -> (iccProfile: [UInt8]?, exif: [UInt8]?)
+  {
     try data.withUnsafeBufferPointer { buffer in
       var webpData = WebPData(bytes: buffer.baseAddress, size: buffer.count)
       guard let raw = WebPDemux(&webpData) else {
@@ -73,7 +89,7 @@ public enum WebPCodec {
     }
   }
 
-  private static func firstFrame(_ data: [UInt8]) throws -> PixelBuffer {
+  private static func firstFrame(_ data: UnsafeRawBufferPointer) throws -> PixelBuffer {
     try data.withUnsafeBufferPointer { buffer in
       var options = WebPAnimDecoderOptions()
       guard WebPAnimDecoderOptionsInit(&options) != 0 else {
@@ -104,12 +120,13 @@ public enum WebPCodec {
   }
 
   /// The RIFF size field plus its 8-byte header: how long the file says it is.
-  private static func declaredLength(_ data: [UInt8]) -> Int {
+  private static func declaredLength(_ data: UnsafeRawBufferPointer) -> Int {
     guard data.count >= 8 else { return Int.max }
     return (Int(data[4]) | Int(data[5]) << 8 | Int(data[6]) << 16 | Int(data[7]) << 24) + 8
   }
 
-  private static func check(_ status: VP8StatusCode, _ data: [UInt8], _ context: String) throws {
+  private static func check(_ status: VP8StatusCode, _ data: UnsafeRawBufferPointer, _ context: String) throws
+  {
     let kind: CodecError.Kind
     switch status {
     case VP8_STATUS_OK: return

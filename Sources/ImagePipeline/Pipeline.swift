@@ -79,6 +79,16 @@ public struct Pipeline: Sendable {
   public func process(
     _ input: [UInt8], profiles: [ModelProfile] = [], cancellation: PipelineCancellation? = nil
   ) throws(PipelineError) -> ProcessedImage {
+    try input.withBytes { input throws(PipelineError) in
+      try process(input, profiles: profiles, cancellation: cancellation)
+    }
+  }
+
+  /// Processes one upload read in place (e.g. a spooled body's file mapping, never copied): the
+  /// bytes must stay valid until this returns.
+  public func process(
+    _ input: UnsafeRawBufferPointer, profiles: [ModelProfile] = [], cancellation: PipelineCancellation? = nil
+  ) throws(PipelineError) -> ProcessedImage {
     let clock = ContinuousClock()
     let started = clock.now
     let checkpoint = Checkpoint(cancellation: cancellation, deadline: started + configuration.deadline)

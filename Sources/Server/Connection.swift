@@ -295,6 +295,12 @@ final class Connection {
       return
     }
     sendContinueIfOwed()
+    if pending.isEmpty {
+      // The parser may owe an event that needs no more input: the `.end` of a body whose last
+      // byte came in the slice the consumer paused on. No new input would ever announce it.
+      _ = parse(UnsafeRawBufferPointer(start: nil, count: 0))
+      if isClosed { return }
+    }
     pump()
   }
 

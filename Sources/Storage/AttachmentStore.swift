@@ -107,9 +107,22 @@ public final class AttachmentStore: Sendable {
     synchronous: SQLiteIndex.Configuration.Synchronous = .full,
     now: @escaping @Sendable () -> Date = { Date() }
   ) throws -> AttachmentStore {
-    let blobs = try FileBlobStore(root: directory)
+    // The index file goes inside `directory`, which may not exist yet (the blob store, made
+    // after it, would create it too late).
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     let index = try SQLiteIndex(
       configuration: SQLiteIndex.Configuration(path: directory + "/index.sqlite", synchronous: synchronous))
+    return try embedded(directory: directory, index: index, configuration: configuration, now: now)
+  }
+
+  /// The embedded store over an index opened by the caller (who shares it, e.g. with a
+  /// `FileUploadStore`: one SQLite file, one writer lock). Releases idempotency claims of an
+  /// earlier process, as `embedded(directory:)` does.
+  public static func embedded(
+    directory: String, index: SQLiteIndex, configuration: Configuration = Configuration(),
+    now: @escaping @Sendable () -> Date = { Date() }
+  ) throws -> AttachmentStore {
+    let blobs = try FileBlobStore(root: directory)
     try index.abandonAllRunningIdempotent()
     return try AttachmentStore(blobs: blobs, index: index, configuration: configuration, now: now)
   }

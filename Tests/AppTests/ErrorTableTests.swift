@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import ImagePipeline
 import Server
+import Storage
 import Testing
 
 @testable import App
@@ -109,5 +110,50 @@ import Testing
     #expect(object["code"] as? String == "not_found")
     #expect(object["title"] as? String == "Not found")
     #expect(object["instance"] as? String == "abc\"1")
+  }
+}
+
+@Suite struct TusErrorTableTests {
+  @Test(
+    arguments: [
+      (TusError.versionUnsupported, 412, "tus_version_unsupported", nil),
+      (.invalidUploadLength, 400, "invalid_upload_length", nil),
+      (.invalidUploadOffset, 400, "invalid_upload_offset", nil),
+      (.invalidDeferLength, 400, "invalid_upload_defer_length", nil),
+      (.uploadLengthRequired, 400, "upload_length_required", nil),
+      (.concatenationUnsupported, 400, "tus_concatenation_unsupported", nil),
+      (.invalidMetadata, 400, "invalid_upload_metadata", nil),
+      (.invalidChecksum, 400, "invalid_upload_checksum", nil),
+      (.checksumAlgorithmUnsupported, 400, "checksum_algorithm_unsupported", nil),
+      (.checksumMismatch(offset: 7), 460, "checksum_mismatch", "7"),
+      (.contentTypeRequired, 415, "tus_content_type", nil),
+      (.offsetMismatch(offset: 8), 409, "upload_offset_mismatch", "8"),
+      (.lengthMismatch, 400, "upload_length_mismatch", nil),
+      (.lengthExceeded(offset: 9), 413, "payload_too_large", "9"),
+      (.uploadIncomplete(offset: 10), 409, "upload_incomplete", "10"),
+      (.processing, 409, "upload_in_progress", nil),
+      (.preempted(offset: 11), 409, "upload_superseded", "11"),
+    ] as [(TusError, Int, String, String?)])
+  func tusErrorsMapToTheStatusTheSpecificationNamesAndCarryTheOffset(
+    error: TusError, status: Int, code: String, offset: String?
+  ) {
+    let entry = ErrorTable.publicError(for: error)
+    #expect(entry.status == status)
+    #expect(entry.code == code)
+    #expect(entry.headers.first(name: "Upload-Offset") == offset)
+    if error == .versionUnsupported { #expect(entry.headers.first(name: "Tus-Version") == "1.0.0") }
+  }
+
+  @Test func uploadStateRowsShareCodesWithTheStorageRows() {
+    let pairs: [(TusError, StorageError.Code)] = [
+      (.offsetMismatch(offset: 0), .offsetMismatch), (.lengthMismatch, .lengthMismatch),
+      (.lengthExceeded(offset: 0), .lengthExceeded), (.uploadIncomplete(offset: 0), .uploadIncomplete),
+      (.preempted(offset: 0), .preempted), (.processing, .inProgress),
+    ]
+    for (tus, storage) in pairs {
+      let a = ErrorTable.publicError(for: tus)
+      let b = ErrorTable.publicError(for: StorageError(storage, "detail"))
+      #expect(a.status == b.status && a.code == b.code && a.title == b.title, "\(storage)")
+    }
   }
 }

@@ -164,6 +164,20 @@ struct ServerContractTests {
     #expect(recorder.all.contains("resumed"))
   }
 
+  @Test func aConsumerPausedOnTheLastSliceHearsTheEndWhenItResumes() throws {
+    let recorder = Recorder()
+    let live = try LiveServer(handler: TestHandler(recorder: recorder))
+    defer { live.stop() }
+    let client = try RawClient(port: live.port)
+    // The whole body comes in the first slice; the consumer pauses on it. No byte follows, so
+    // only the resume itself can let the parser deliver the end.
+    try client.send("POST /pause?at=first&resume=200 HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello")
+    let response = try client.readResponse()
+    #expect(response.status == 200)
+    #expect(response.text == "len=5 sum=532")
+    #expect(recorder.all.contains("end 5"))
+  }
+
   @Test func aConsumerPausedAtItsStartSendsItsInterimFirstAnd100OnlyOnResume() throws {
     let recorder = Recorder()
     let live = try LiveServer(handler: TestHandler(recorder: recorder))

@@ -35,6 +35,33 @@ import Testing
   }
 }
 
+@Suite struct MessageDigestTests {
+  @Test(arguments: [
+    (MessageDigest.Algorithm.sha1, "", "da39a3ee5e6b4b0d3255bfef95601890afd80709"),
+    (.sha1, "abc", "a9993e364706816aba3e25717850c26c9cd0d89d"),
+    (.md5, "", "d41d8cd98f00b204e9800998ecf8427e"),
+    (.md5, "abc", "900150983cd24fb0d6963f7d28e17f72"),
+    (.sha256, "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+  ])
+  func digestMatchesPublishedVector(algorithm: MessageDigest.Algorithm, message: String, expected: String) {
+    let digest = MessageDigest.hash(Array(message.utf8), algorithm)
+    #expect(digest.count == algorithm.byteCount)
+    #expect(Hex.encode(digest) == expected)
+  }
+
+  @Test(arguments: MessageDigest.Algorithm.allCases)
+  func streamingInAnySplitEqualsOneShot(algorithm: MessageDigest.Algorithm) {
+    let message = (0..<1000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+    let expected = MessageDigest.hash(message, algorithm)
+    for split in [0, 1, 63, 64, 65, 999, 1000] {
+      let digest = MessageDigest(algorithm)
+      digest.update(message[..<split])
+      digest.update(message[split...])
+      #expect(digest.finalize() == expected, "split at \(split)")
+    }
+  }
+}
+
 @Suite struct HMACSHA256Tests {
   // RFC 4231 test cases 1, 2, 3, 4, 6 and 7 (case 5 is a truncated tag).
   @Test(arguments: [
@@ -103,6 +130,35 @@ import Testing
     for length in 0..<70 {
       let bytes = SecureRandom.bytes(length)
       #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
+    }
+  }
+
+  @Test(arguments: [
+    ("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="),
+    ("foobar", "Zm9vYmFy"),
+  ])
+  func base64MatchesRFC4648Vectors(plain: String, encoded: String) {
+    #expect(Base64.encode(Array(plain.utf8)) == encoded)
+    #expect(Base64.decode(encoded) == Array(plain.utf8))
+  }
+
+  @Test func base64UsesPlusAndSlash() {
+    #expect(Base64.encode([0xfb, 0xff, 0xfe]) == "+//+")
+    #expect(Base64.decode("+//+") == [0xfb, 0xff, 0xfe])
+  }
+
+  @Test(arguments: [
+    "Zg", "Zm8", "Zg=", "Zg===", "Z===", "Zh==", "Zm9=", "Zm9v-___", "Zm 9v", "Zm9v\n", "=Zm9", "Zg==Zg==",
+    "é",
+  ])
+  func base64RejectsMissingPaddingOtherAlphabetsAndNonCanonicalInput(input: String) {
+    #expect(Base64.decode(input) == nil)
+  }
+
+  @Test func base64RoundTripsEveryLength() {
+    for length in 0..<70 {
+      let bytes = SecureRandom.bytes(length)
+      #expect(Base64.decode(Base64.encode(bytes)) == bytes)
     }
   }
 

@@ -60,6 +60,48 @@ public enum ChildProcess {
     _ = try spawn("/bin/sh", ["-c", script], input: "/dev/null", output: "/dev/null")
   }
 
+  /// Starts `executable` (a server) with its output appended to the file at `output`, and does
+  /// not wait for it: stop it with `stop(_:)`, by its pid.
+  public static func start(_ executable: String, _ arguments: [String], output: String) throws -> pid_t {
+    if !FileManager.default.fileExists(atPath: output) {
+      _ = FileManager.default.createFile(atPath: output, contents: nil)
+    }
+    return try spawn(executable, arguments, input: "/dev/null", output: output)
+  }
+
+  /// Stops a child started with `start`: SIGTERM, then SIGKILL after `grace` seconds; reaps it.
+  public static func stop(_ pid: pid_t, grace: TimeInterval = 5) {
+    var status: Int32 = 0
+    guard waitpid(pid, &status, WNOHANG) == 0 else { return }
+    kill(pid, SIGTERM)
+    let deadline = Date().addingTimeInterval(grace)
+    while Date() < deadline {
+      if waitpid(pid, &status, WNOHANG) != 0 { return }
+      usleep(5_000)
+    }
+    kill(pid, SIGKILL)
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+  }
+
+  /// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick for port 0).
+  public static func freePort() throws -> Int {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw Failure(description: "socket failed, errno \(errno)") }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        Glibc.bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+      }
+    }
+    guard bound else { throw Failure(description: "bind 127.0.0.1:0 failed, errno \(errno)") }
+    return Int(UInt16(bigEndian: address.sin_port))
+  }
+
   private static func spawn(_ executable: String, _ arguments: [String], input: String, output: String) throws
     -> pid_t
   {

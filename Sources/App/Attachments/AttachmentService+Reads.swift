@@ -84,21 +84,32 @@ extension AttachmentService {
     case .success(let p): principal = p
     }
     return .offload { [self] cancellation in
-      switch lookup(tenant: principal.tenant, viewer: principal.viewer, id: id, context: context) {
-      case .failure(let failure): return failure.response
-      case .success(let record):
-        let chosen = profile ?? options.profiles.defaultProfile(for: principal.tenant)
-        let renditions: [String: Rendition]
-        do {
-          renditions = try self.renditions(
-            of: record, ensuring: chosen, cancellation: PipelineCancellation(cancellation))
-        } catch {
-          return problem(error, context)
-        }
-        return HTTPResponse(
-          status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
-          body: .bytes(AttachmentJSON.record(view(record, renditions, profile: chosen))))
+      metaResponse(
+        tenant: principal.tenant, viewer: principal.viewer, id: id, profile: profile,
+        cancellation: PipelineCancellation(cancellation), context: context)
+    }
+  }
+
+  /// The JSON record of `id` as `/meta` answers it, described for `profile` (the tenant's
+  /// default when nil; its rendition is made if missing), or the 404 of a missing one (on a
+  /// worker).
+  func metaResponse(
+    tenant: String, viewer: Viewer, id: String, profile: ModelProfile?,
+    cancellation: PipelineCancellation = PipelineCancellation(), context: RequestContext
+  ) -> HTTPResponse {
+    switch lookup(tenant: tenant, viewer: viewer, id: id, context: context) {
+    case .failure(let failure): return failure.response
+    case .success(let record):
+      let chosen = profile ?? options.profiles.defaultProfile(for: tenant)
+      let renditions: [String: Rendition]
+      do {
+        renditions = try self.renditions(of: record, ensuring: chosen, cancellation: cancellation)
+      } catch {
+        return problem(error, context)
       }
+      return HTTPResponse(
+        status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
+        body: .bytes(AttachmentJSON.record(view(record, renditions, profile: chosen))))
     }
   }
 

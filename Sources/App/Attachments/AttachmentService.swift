@@ -18,6 +18,8 @@ public final class AttachmentService: Sendable {
   public let access: AccessControl
   public let metrics: AttachdMetrics
   public let options: Application.AttachmentOptions
+  /// The upload engine: spooled plain bodies and resumable uploads.
+  public let uploads: UploadEngine
   let eventLog: EventLog
   /// Jobs handed to the worker pool and not yet started.
   let queued = Atomic<Int>(0)
@@ -30,90 +32,38 @@ public final class AttachmentService: Sendable {
 
   public init(
     store: AttachmentStore, pipeline: Pipeline, access: AccessControl, metrics: AttachdMetrics,
-    options: Application.AttachmentOptions, eventLog: EventLog
+    options: Application.AttachmentOptions, uploads: UploadEngine, eventLog: EventLog
   ) {
     self.store = store
     self.pipeline = pipeline
     self.access = access
     self.metrics = metrics
     self.options = options
+    self.uploads = uploads
     self.eventLog = eventLog
   }
 
   // MARK: - Upload
 
   /// Decides an upload from its head: key, scope, rate, idempotency key, size, multipart
-  /// boundary and the upload cap, in that order; then reads the body.
+  /// boundary and the upload cap, in that order (`admit`); then reads the body. A request that
+  /// offers a resumable upload (`Upload-Draft-Interop-Version` and completeness) creates one.
   func uploadHead(_ head: HTTPRequestHead, context: RequestContext) -> HeadDecision {
-    let principal: Principal
-    switch access.authorize(head, scope: .upload) {
-    case .failure(let error): return .respond(problem(error, context))
-    case .success(let p): principal = p
+    if let resumable = ResumableFields(head), resumable.complete != nil {
+      return resumableCreation(head, fields: resumable, context: context)
     }
-    let requested: [ModelProfile]
-    switch ProfileQuery.profiles(in: head.query) {
-    case .failure(let error): return .respond(problem(error, context))
-    case .success(let profiles): requested = profiles
+    let admission: UploadAdmission
+    switch admit(head, context: context) {
+    case .refused(let response): return .respond(response)
+    case .admitted(let admitted): admission = admitted
     }
-    let sentKey = head.headers.first(name: "Idempotency-Key")
-    if let sentKey, !(1...255).contains(sentKey.utf8.count) {
-      return .respond(problem(AppError.invalidIdempotencyKey, context))
-    }
-    // A token user's keys are their own: two users of one tenant sending the same key must
-    // never get each other's answer. Neither a header value nor a `sub` holds a line break,
-    // so `user \n key` cannot meet a tenant key's plain one.
-    let idempotencyKey = sentKey.map { key in principal.user.map { $0 + "\n" + key } ?? key }
-    var boundary: String?
-    if let type = head.headers.first(name: "Content-Type"), type.lowercased().hasPrefix("multipart/") {
-      guard let found = MultipartParser.boundary(fromContentType: type) else {
-        return .respond(problem(AppError.malformedUpload("multipart without a form-data boundary"), context))
-      }
-      boundary = found
-    }
-    var expected: Int?
-    // A token's max_bytes caps a raw body as it arrives; a multipart body (boundaries and
-    // fields besides the files) is judged on its file parts once they are in.
-    let bodyLimit =
-      boundary == nil
-      ? access.maxUploadBytes(for: principal, serverLimit: options.maxUploadBytes) : options.maxUploadBytes
-    let overLimit: any Error =
-      bodyLimit < options.maxUploadBytes ? AccessError.token(.maxBytesExceeded) : AppError.uploadTooLarge
-    switch head.framing {
-    case .none: return .respond(problem(AppError.emptyUpload, context))
-    case .contentLength(let length):
-      if length == 0 { return .respond(problem(AppError.emptyUpload, context)) }
-      if length > UInt64(bodyLimit) { return .respond(problem(overLimit, context)) }
-      expected = Int(length)
-    case .chunked: break
-    }
-    if case .failure(let error) = access.beginUpload(for: principal) {
-      return .respond(problem(error, context))
-    }
-    metrics.uploadsInFlight.increment()
-    let slot = UploadSlot(service: self, principal: principal)
-    if let idempotencyKey {
-      // A retry while the first request is still sending its body: answer at once (the
-      // index claim, which needs the body's fingerprint, covers the rest).
-      let name = principal.tenant + "\n" + idempotencyKey
-      guard keysInFlight.withLock({ $0.insert(name).inserted }) else {
-        slot.release()
-        return .respond(problem(AppError.idempotencyInProgress, context))
-      }
-      slot.ownKey(name)
-    }
-    // The profile the record describes: the first asked for, else the tenant's default; the
-    // tenant's default is made too, so that the plain `url` needs no second pass.
-    let tenantDefault = options.profiles.defaultProfile(for: principal.tenant)
-    let request = UploadRequest(
-      principal: principal, idempotencyKey: idempotencyKey, requestID: context.requestID, slot: slot,
-      maxBodyBytes: bodyLimit, overLimit: overLimit,
-      profiles: (requested + [tenantDefault]).filter { $0 != .default }.uniqued(),
-      describedProfile: requested.first ?? tenantDefault)
     do {
       return .readBody(
-        try UploadConsumer(service: self, request: request, boundary: boundary, expectedBytes: expected))
+        try UploadConsumer(
+          service: self, request: admission.request, boundary: admission.boundary,
+          expectedBytes: admission.expectedBytes))
     } catch {
-      slot.release()
+      admission.request.slot.release()
       return .respond(problem(error, context))
     }
   }
@@ -150,7 +100,8 @@ public final class AttachmentService: Sendable {
         ? multipartResponse(
           upload.parts, request: upload.request, cancellation: cancellation, failed: &failed)
         : singleResponse(
-          upload.parts.first ?? [], request: upload.request, cancellation: cancellation, failed: &failed)
+          upload.parts.first ?? ImageBytes([]), request: upload.request, cancellation: cancellation,
+          failed: &failed)
       giveBack(failed, of: hold, requestID: requestID)
     }
     if let key = claimed {
@@ -186,7 +137,7 @@ public final class AttachmentService: Sendable {
   }
 
   private func singleResponse(
-    _ bytes: [UInt8], request: UploadRequest, cancellation: PipelineCancellation, failed: inout UsageAmount
+    _ bytes: ImageBytes, request: UploadRequest, cancellation: PipelineCancellation, failed: inout UsageAmount
   ) -> HTTPResponse {
     switch processOne(bytes, request: request, cancellation: cancellation) {
     case .failure(let error):
@@ -208,7 +159,8 @@ public final class AttachmentService: Sendable {
   /// 201 with a list when at least one part was stored (failed parts as problem objects with
   /// their `part` index); when every part failed, the first failure's problem.
   private func multipartResponse(
-    _ parts: [[UInt8]], request: UploadRequest, cancellation: PipelineCancellation, failed: inout UsageAmount
+    _ parts: [ImageBytes], request: UploadRequest, cancellation: PipelineCancellation,
+    failed: inout UsageAmount
   ) -> HTTPResponse {
     let requestID = request.requestID
     var out: [UInt8] = [UInt8(ascii: "[")]
@@ -244,11 +196,13 @@ public final class AttachmentService: Sendable {
   /// returned, not thrown, so a multipart upload goes on. A run stopped by its deadline or
   /// `cancellation` stores nothing.
   private func processOne(
-    _ bytes: [UInt8], request: UploadRequest, cancellation: PipelineCancellation
+    _ bytes: ImageBytes, request: UploadRequest, cancellation: PipelineCancellation
   ) -> Result<StoredAttachment, any Error> {
     let requestID = request.requestID
     do {
-      let image = try pipeline.process(bytes, profiles: request.profiles, cancellation: cancellation)
+      let image = try bytes.withUnsafeBytes {
+        try pipeline.process($0, profiles: request.profiles, cancellation: cancellation)
+      }
       for timing in image.timings {
         let (seconds, attoseconds) = timing.duration.components
         metrics.recordStage(timing.stage, seconds: Double(seconds) + Double(attoseconds) * 1e-18)
@@ -343,6 +297,19 @@ struct UploadRequest: Sendable {
   var describedProfile: ModelProfile = .default
 }
 
+extension UploadRequest {
+  /// The request with the profiles of an upload that asked for none: the tenant's default,
+  /// described and made (a tus append or a completion after the creating request, whose query
+  /// is not this request's; another profile is one `/meta?profile=` away).
+  func withTenantDefaultProfile(_ profiles: ProfileOptions) -> UploadRequest {
+    var copy = self
+    let tenantDefault = profiles.defaultProfile(for: principal.tenant)
+    copy.profiles = tenantDefault == .default ? [] : [tenantDefault]
+    copy.describedProfile = tenantDefault
+    return copy
+  }
+}
+
 /// A stored attachment and the renditions stored with it, by profile name.
 struct StoredAttachment {
   var record: AttachmentRecord
@@ -384,13 +351,17 @@ final class UploadSlot: Sendable {
 struct ReceivedUpload: Sendable {
   var request: UploadRequest
   var multipart: Bool
-  var parts: [[UInt8]]
-  /// SHA-256 of the raw body, hashed while it arrived (multipart), else nil.
+  /// The images: the raw body, or the file parts of a multipart body.
+  var parts: [ImageBytes]
+  /// SHA-256 of the raw body, hashed while it arrived (multipart held in memory), else nil.
   var bodyDigest: String?
+  /// The whole raw body when it was spooled (a multipart body's parts are ranges of it).
+  var rawBody: ImageBytes?
 
-  /// The body's SHA-256 in hex (hashed now for a raw body).
+  /// The body's SHA-256 in hex (hashed now unless it was hashed while it arrived).
   func fingerprint() -> String {
     if let bodyDigest { return bodyDigest }
-    return Hex.encode(SHA256.hash(parts.first ?? []))
+    let whole = rawBody ?? parts.first ?? ImageBytes([])
+    return whole.withUnsafeBytes { Hex.encode(SHA256.hash($0)) }
   }
 }

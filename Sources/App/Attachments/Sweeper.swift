@@ -2,18 +2,22 @@ import Foundation
 import Storage
 import Synchronization
 
-/// A background thread that calls `store.sweep()` every `interval` seconds until stopped.
+/// A background thread that calls `store.sweep()` (and deletes expired uploads with their
+/// spooled bytes) every `interval` seconds until stopped.
 public final class Sweeper: Sendable {
   private let store: AttachmentStore
+  private let uploads: (any UploadStore)?
   private let interval: Double
   private let eventLog: EventLog
   private let wake = DispatchSemaphore(value: 0)
   private let stopped = Atomic<Bool>(false)
   private let finished = DispatchSemaphore(value: 0)
 
-  /// A sweeper for `store` (not yet running).
-  public init(store: AttachmentStore, interval: Double, eventLog: EventLog) {
+  /// A sweeper for `store` and `uploads` (not yet running).
+  public init(store: AttachmentStore, uploads: (any UploadStore)? = nil, interval: Double, eventLog: EventLog)
+  {
     self.store = store
+    self.uploads = uploads
     self.interval = interval
     self.eventLog = eventLog
   }
@@ -42,6 +46,13 @@ public final class Sweeper: Sendable {
         ])
     } catch {
       eventLog.warning("sweep failed", fields: [("detail", String(describing: error))])
+    }
+    guard let uploads else { return }
+    do {
+      let expired = try uploads.deleteAllExpired()
+      if expired > 0 { eventLog.info("uploads expired", fields: [("deleted", String(expired))]) }
+    } catch {
+      eventLog.warning("upload sweep failed", fields: [("detail", String(describing: error))])
     }
   }
 

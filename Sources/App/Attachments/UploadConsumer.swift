@@ -4,13 +4,17 @@ import ImagePipeline
 import Server
 
 /// Collects one upload body on its event loop: a raw image into one buffer sized from
-/// `Content-Length`, or the file parts of a multipart body as the parser finds them.
+/// `Content-Length`, or the file parts of a multipart body as the parser finds them. A body
+/// over `uploads.spoolThreshold` (by its `Content-Length`, or once a chunked body passes it)
+/// goes to the upload engine instead (`SpooledUpload`), so memory per upload stays bounded.
 ///
 /// Counts bytes as they arrive, so a chunked body past the limit is refused mid-way (413).
 /// Whatever happens, the upload slot is released exactly once.
 final class UploadConsumer: RequestBodyConsumer {
   private let service: AttachmentService
   private let request: UploadRequest
+  private let boundary: String?
+  private let expectedBytes: Int?
   private var parser: MultipartParser?
   private var raw: [UInt8] = []
   private var pending: [UInt8] = []
@@ -19,10 +23,22 @@ final class UploadConsumer: RequestBodyConsumer {
   private var digest: SHA256?
   private var received = 0
   private var handle: (any RequestHandle)?
+  /// Spool from the start (a `Content-Length` over the threshold).
+  private let spoolNow: Bool
+  /// A chunked body goes to the spool once it passes this many bytes.
+  private let spoolAfter: Int?
+  /// Where the body goes once spooled.
+  private var spool: UploadBodyConsumer?
 
   init(service: AttachmentService, request: UploadRequest, boundary: String?, expectedBytes: Int?) throws {
     self.service = service
     self.request = request
+    self.boundary = boundary
+    self.expectedBytes = expectedBytes
+    let threshold = service.uploads.options.spoolThreshold
+    spoolNow = expectedBytes.map { $0 > threshold } ?? false
+    spoolAfter = expectedBytes == nil ? threshold : nil
+    guard !spoolNow else { return }
     if let boundary {
       let limits = MultipartParser.Limits(
         maxPartBytes: service.options.maxUploadBytes, maxTotalBytes: service.options.maxUploadBytes,
@@ -36,17 +52,32 @@ final class UploadConsumer: RequestBodyConsumer {
 
   func start(_ request: any RequestHandle) -> BodyAction {
     handle = request
-    return .proceed
+    guard spoolNow else { return .proceed }
+    return startSpooling(prelude: [])
   }
 
   func body(_ bytes: UnsafeRawBufferPointer) -> BodyAction {
     received += bytes.count
     service.metrics.httpRequestBytes.increment(by: UInt64(bytes.count))
+    if let spool { return spool.body(bytes) }
     guard received <= request.maxBodyBytes else { return refuse(request.overLimit) }
+    if let spoolAfter, received > spoolAfter {
+      // A chunked body crossed the threshold: what is held goes first, then the rest streams.
+      // (A multipart body's raw bytes were kept for this beside its parsed parts.)
+      var prelude = raw
+      prelude.append(contentsOf: bytes)
+      raw = []
+      parts = []
+      pending = []
+      current = nil
+      parser = nil
+      return startSpooling(prelude: prelude)
+    }
     guard parser != nil else {
       raw.append(contentsOf: bytes)
       return .proceed
     }
+    if spoolAfter != nil { raw.append(contentsOf: bytes) }
     digest?.update(bytes)
     do {
       try feed(bytes)
@@ -56,7 +87,22 @@ final class UploadConsumer: RequestBodyConsumer {
     return .proceed
   }
 
+  /// Hands the body to a `SpooledUpload`; every later call goes there.
+  private func startSpooling(prelude: [UInt8]) -> BodyAction {
+    guard let handle else { return .pause }
+    let delegate = SpooledUpload(
+      service: service, request: request, declaredLength: expectedBytes,
+      shape: AttachmentService.UploadBodyShape(boundary: boundary))
+    let consumer = service.uploads.consumer(delegate: delegate, prelude: prelude)
+    spool = consumer
+    return consumer.start(handle)
+  }
+
   func end(trailers: HTTPHeaders) {
+    if let spool {
+      spool.end(trailers: trailers)
+      return
+    }
     guard let responder = handle else { return }
     let multipart = parser != nil
     if multipart {
@@ -75,7 +121,8 @@ final class UploadConsumer: RequestBodyConsumer {
       }
     }
     let upload = ReceivedUpload(
-      request: request, multipart: multipart, parts: multipart ? parts : [raw],
+      request: request, multipart: multipart,
+      parts: multipart ? parts.map(ImageBytes.init) : [ImageBytes(raw)],
       bodyDigest: digest?.finalizeHex())
     raw = []
     parts = []
@@ -100,6 +147,10 @@ final class UploadConsumer: RequestBodyConsumer {
   }
 
   func aborted(bytesReceived: UInt64) {
+    if let spool {
+      spool.aborted(bytesReceived: bytesReceived)
+      return
+    }
     // Nothing was stored: the body never completed.
     request.slot.release()
     raw = []

@@ -1,6 +1,10 @@
 extension Pipeline {
   /// The inspection report for `input`: headers only, no pixel decoded.
   public func inspectReport(_ input: [UInt8]) throws(PipelineError) -> InspectionReport {
+    try input.withBytes { input throws(PipelineError) in try inspectReport(input) }
+  }
+
+  private func inspectReport(_ input: UnsafeRawBufferPointer) throws(PipelineError) -> InspectionReport {
     var c = PipelineContext(input: input, configuration: configuration)
     try SniffStep.run(&c)
     try HeaderStep.run(&c)

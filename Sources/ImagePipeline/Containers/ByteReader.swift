@@ -2,13 +2,17 @@
 ///
 /// Offsets are absolute indices into `bytes`; `limit` caps how far reads may go (a box or a
 /// segment end), so a reader for a nested structure can never look outside its parent.
+///
+/// It reads the input in place (a spooled upload's file mapping is never copied to be parsed):
+/// a reader is only valid while the bytes it was made over are, and never outlives the parse
+/// that made it.
 struct ByteReader {
-  let bytes: [UInt8]
+  let bytes: UnsafeRawBufferPointer
   let littleEndian: Bool
   let start: Int
   let limit: Int
 
-  init(_ bytes: [UInt8], littleEndian: Bool = false, start: Int = 0, limit: Int? = nil) {
+  init(_ bytes: UnsafeRawBufferPointer, littleEndian: Bool = false, start: Int = 0, limit: Int? = nil) {
     self.bytes = bytes
     self.littleEndian = littleEndian
     let end = min(limit ?? bytes.count, bytes.count)
@@ -84,9 +88,9 @@ struct ByteReader {
     return FourCC(bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3])
   }
 
-  /// The bytes of `[offset, offset + length)`, or nil when out of range.
-  func slice(_ offset: Int, _ length: Int) -> ArraySlice<UInt8>? {
-    has(offset, length) ? bytes[offset..<(offset + length)] : nil
+  /// A copy of the bytes of `[offset, offset + length)`, or nil when out of range.
+  func slice(_ offset: Int, _ length: Int) -> [UInt8]? {
+    has(offset, length) ? Array(bytes[offset..<(offset + length)]) : nil
   }
 
   /// Whether the bytes at `offset` equal `prefix`.
@@ -105,6 +109,17 @@ struct ByteReader {
       i += 1
     }
     return nil
+  }
+}
+
+extension Array where Element == UInt8 {
+  /// `withUnsafeBytes` that keeps the body's typed error (the standard library's rethrows
+  /// widens it to `any Error`): lets a `[UInt8]` entry point call the in-place reader.
+  func withBytes<Result, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> Result) throws(E) -> Result {
+    let outcome: Swift.Result<Result, E> = withUnsafeBytes { bytes in
+      do throws(E) { return .success(try body(bytes)) } catch { return .failure(error) }
+    }
+    return try outcome.get()
   }
 }
 

@@ -31,7 +31,7 @@ public enum EXIFReader {
   /// Parses EXIF that may start with the `Exif\0\0` APP1 prefix (PNG `eXIf` and WebP `EXIF`
   /// writers disagree on whether to include it). Nil when there is no valid TIFF header.
   public static func read(_ bytes: [UInt8]) -> EXIFInfo? {
-    read(ByteReader(bytes))
+    bytes.withUnsafeBytes { read(ByteReader($0)) }
   }
 
   static func read(_ reader: ByteReader) -> EXIFInfo? {

@@ -28,6 +28,13 @@ public enum GIFHeaderReader {
 
   public static func read(_ bytes: [UInt8], maxFrames: Int = maxFramesCounted) throws(Failure) -> GIFBlockInfo
   {
+    try bytes.withBytes { bytes throws(Failure) in try read(bytes, maxFrames: maxFrames) }
+  }
+
+  /// Reads the blocks of bytes read in place.
+  public static func read(_ bytes: UnsafeRawBufferPointer, maxFrames: Int = maxFramesCounted) throws(Failure)
+    -> GIFBlockInfo
+  {
     let r = ByteReader(bytes, littleEndian: true)
     guard r.matches(0, Array("GIF87a".utf8)) || r.matches(0, Array("GIF89a".utf8)) else { throw .notGIF }
     guard let w = r.u16(6), let h = r.u16(8), let flags = r.u8(10) else { throw .truncated }

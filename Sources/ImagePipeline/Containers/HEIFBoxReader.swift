@@ -57,6 +57,13 @@ public enum HEIFBoxReader {
   /// not ISOBMFF, has no usable `meta`, or is an image sequence; a plan the reader refuses is
   /// returned in `HEIFBoxInfo.refusal`.
   public static func read(_ bytes: [UInt8], limits: Limits = Limits()) throws(Failure) -> HEIFBoxInfo {
+    try bytes.withBytes { bytes throws(Failure) in try read(bytes, limits: limits) }
+  }
+
+  /// Reads the boxes of bytes read in place.
+  public static func read(_ bytes: UnsafeRawBufferPointer, limits: Limits = Limits()) throws(Failure)
+    -> HEIFBoxInfo
+  {
     let r = ByteReader(bytes)
     guard r.fourCC(4) == FourCC("ftyp") else { throw .notHEIF }
     var file = HEIFFile(reader: r)
@@ -207,12 +214,14 @@ public enum HEIFBoxReader {
 
   /// A HEIF Exif item starts with a 32-bit offset to the TIFF header (often after `Exif\0\0`).
   static func exifFromItemPayload(_ payload: [UInt8]) -> EXIFInfo? {
-    let r = ByteReader(payload)
-    guard let skip = r.u32(0), UInt64(skip) + 4 <= UInt64(payload.count) else { return nil }
-    let start = 4 + Int(skip)
-    if let info = EXIFReader.read(ByteReader(payload, start: start)) { return info }
-    // Some writers put the TIFF header right after the offset field regardless of its value.
-    return EXIFReader.read(ByteReader(payload, start: 4))
+    payload.withUnsafeBytes { payload in
+      let r = ByteReader(payload)
+      guard let skip = r.u32(0), UInt64(skip) + 4 <= UInt64(payload.count) else { return nil }
+      let start = 4 + Int(skip)
+      if let info = EXIFReader.read(ByteReader(payload, start: start)) { return info }
+      // Some writers put the TIFF header right after the offset field regardless of its value.
+      return EXIFReader.read(ByteReader(payload, start: 4))
+    }
   }
 
 }

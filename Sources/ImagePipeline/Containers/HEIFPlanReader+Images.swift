@@ -80,12 +80,18 @@ extension HEIFPlanReader {
     guard let payload = file.itemBytes(id, limit: 12) else {
       throw HEIFRefusal(.corrupt, "the grid item \(id) has no readable data")
     }
-    let r = ByteReader(payload)
-    guard let version = r.u8(0), version == 0, let flags = r.u8(1), let rowsMinus1 = r.u8(2),
-      let columnsMinus1 = r.u8(3)
-    else { throw HEIFRefusal(.corrupt, "the grid item \(id) is malformed") }
-    let fieldSize = flags & 1 == 1 ? 4 : 2
-    guard let width = r.uint(4, size: fieldSize), let height = r.uint(4 + fieldSize, size: fieldSize) else {
+    let header = payload.withUnsafeBytes { payload -> (rows: UInt8, columns: UInt8, UInt64, UInt64)? in
+      let r = ByteReader(payload)
+      guard let version = r.u8(0), version == 0, let flags = r.u8(1), let rowsMinus1 = r.u8(2),
+        let columnsMinus1 = r.u8(3)
+      else { return nil }
+      let fieldSize = flags & 1 == 1 ? 4 : 2
+      guard let width = r.uint(4, size: fieldSize), let height = r.uint(4 + fieldSize, size: fieldSize) else {
+        return nil
+      }
+      return (rowsMinus1, columnsMinus1, width, height)
+    }
+    guard let (rowsMinus1, columnsMinus1, width, height) = header else {
       throw HEIFRefusal(.corrupt, "the grid item \(id) is malformed")
     }
     let rows = Int(rowsMinus1) + 1
@@ -135,8 +141,8 @@ extension HEIFPlanReader {
     if tileSize.width * (columns - 1) >= output.width || tileSize.height * (rows - 1) >= output.height {
       notes.append("the grid has tiles wholly outside its output size")
     }
-    let first = tiles[0].hevc.map { file.reader.bytes[$0.record] }
-    let shares = tiles.allSatisfy { tile in tile.hevc.map { file.reader.bytes[$0.record] } == first }
+    let first = tiles[0].hevc.map { Array(file.reader.bytes[$0.record]) }
+    let shares = tiles.allSatisfy { tile in tile.hevc.map { Array(file.reader.bytes[$0.record]) } == first }
     return ImageGrid(
       rows: rows, columns: columns, outputSize: output, tiles: tiles, tileSize: tileSize,
       sharesConfiguration: shares)

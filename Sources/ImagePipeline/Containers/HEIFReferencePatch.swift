@@ -26,10 +26,16 @@ public enum HEIFReferencePatch {
 
   /// A copy of `bytes` with each listed type renamed, or nil when nothing needs it.
   public static func apply(to bytes: [UInt8], info: HEIFBoxInfo) -> [UInt8]? {
+    bytes.withUnsafeBytes { apply(to: $0, info: info) }
+  }
+
+  /// A patched copy of bytes read in place (the only copy of the input the HEIF path makes, and
+  /// only for the files that need it), or nil when nothing needs it.
+  public static func apply(to bytes: UnsafeRawBufferPointer, info: HEIFBoxInfo) -> [UInt8]? {
     let renames =
       info.multiTargetReferenceOffsets.map { Rename(offset: $0, type: neutralType) } + info.libheifRenames
     guard !renames.isEmpty else { return nil }
-    var copy = bytes
+    var copy = [UInt8](bytes)
     for rename in renames where rename.offset >= 0 && rename.offset + 4 <= copy.count {
       copy.replaceSubrange(rename.offset..<(rename.offset + 4), with: rename.type.bytes)
     }

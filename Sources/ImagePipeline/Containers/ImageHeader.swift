@@ -29,6 +29,13 @@ public struct ImageHeader: Sendable {
   public static func read(_ bytes: [UInt8], format: SniffedFormat, limits: Limits = Limits())
     throws(PipelineError) -> ImageHeader
   {
+    try bytes.withBytes { bytes throws(PipelineError) in try read(bytes, format: format, limits: limits) }
+  }
+
+  /// Reads the headers of bytes read in place.
+  public static func read(_ bytes: UnsafeRawBufferPointer, format: SniffedFormat, limits: Limits = Limits())
+    throws(PipelineError) -> ImageHeader
+  {
     switch format {
     case .jpeg:
       let info: JPEGMarkerInfo

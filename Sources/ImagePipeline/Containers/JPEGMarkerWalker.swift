@@ -47,10 +47,15 @@ public enum JPEGMarkerWalker {
   /// Reads the headers up to the first scan. Throws when there is no SOI, no frame header
   /// before the first scan, or a segment runs past the end of the data.
   public static func read(_ bytes: [UInt8]) throws(Failure) -> JPEGMarkerInfo {
+    try bytes.withBytes { bytes throws(Failure) in try read(bytes) }
+  }
+
+  /// Walks the markers of bytes read in place.
+  public static func read(_ bytes: UnsafeRawBufferPointer) throws(Failure) -> JPEGMarkerInfo {
     let r = ByteReader(bytes)
     guard r.matches(0, [0xFF, 0xD8]) else { throw .notJPEG }
     var info = JPEGMarkerInfo()
-    var iccChunks: [Int: ArraySlice<UInt8>] = [:]
+    var iccChunks: [Int: [UInt8]] = [:]
     var iccCount: Int?
     var offset = 2
     while true {
@@ -153,7 +158,7 @@ public enum JPEGMarkerWalker {
   }
 
   private static func finishICC(
-    _ info: inout JPEGMarkerInfo, _ chunks: [Int: ArraySlice<UInt8>], _ count: Int?
+    _ info: inout JPEGMarkerInfo, _ chunks: [Int: [UInt8]], _ count: Int?
   ) {
     guard let count, !info.iccProfileBroken else { return }
     guard chunks.count == count else {

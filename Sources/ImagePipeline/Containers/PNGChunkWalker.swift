@@ -41,6 +41,13 @@ public enum PNGChunkWalker {
   /// A file cut short after IHDR is reported (`hasIEND == false`), not thrown, so the caller
   /// decides; a chunk length that is impossible throws.
   public static func read(_ bytes: [UInt8], checkCRC: Bool = false) throws(Failure) -> PNGChunkInfo {
+    try bytes.withBytes { bytes throws(Failure) in try read(bytes, checkCRC: checkCRC) }
+  }
+
+  /// Walks the chunks of bytes read in place.
+  public static func read(_ bytes: UnsafeRawBufferPointer, checkCRC: Bool = false) throws(Failure)
+    -> PNGChunkInfo
+  {
     let r = ByteReader(bytes)
     guard r.matches(0, signature) else { throw .notPNG }
     var info = PNGChunkInfo()
@@ -124,7 +131,7 @@ enum CRC32 {
     return c
   }
 
-  static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+  static func checksum<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt32 {
     var crc: UInt32 = 0xFFFF_FFFF
     table.withUnsafeBufferPointer { t in
       for byte in bytes { crc = t[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }

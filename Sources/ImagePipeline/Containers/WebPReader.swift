@@ -21,6 +21,11 @@ public enum WebPReader {
   }
 
   public static func read(_ bytes: [UInt8]) throws(Failure) -> WebPChunkInfo {
+    try bytes.withBytes { bytes throws(Failure) in try read(bytes) }
+  }
+
+  /// Reads the chunks of bytes read in place.
+  public static func read(_ bytes: UnsafeRawBufferPointer) throws(Failure) -> WebPChunkInfo {
     let r = ByteReader(bytes, littleEndian: true)
     guard r.matches(0, Array("RIFF".utf8)), r.matches(8, Array("WEBP".utf8)), let riffSize = r.u32(4) else {
       throw .notWebP

@@ -26,10 +26,10 @@ extension ImageDecoder {
   }
 }
 
-/// What a decoder is given.
-struct DecodeRequest: Sendable {
-  /// The upload.
-  var input: [UInt8]
+/// What a decoder is given. Not `Sendable`: `input` is borrowed for the decode.
+struct DecodeRequest {
+  /// The upload, read in place (valid while the pipeline runs).
+  var input: UnsafeRawBufferPointer
   /// What the headers said (format, stored size, container facts).
   var header: ImageHeader
   /// The colour the container declares (`ColourDescription.declared(by:)`).

@@ -19,12 +19,15 @@ struct LibheifDecoder: ImageDecoder {
   }
 
   func decode(_ request: DecodeRequest) throws(PipelineError) -> DecodedImage {
-    let bytes = HEIFReferencePatch.apply(to: request.input, info: boxes) ?? request.input
+    let patched = HEIFReferencePatch.apply(to: request.input, info: boxes)
     let options = HEIFCodec.Options(
       ignoreTransformations: request.orientation.ignoreHEIFTransformations,
       decodingThreads: request.configuration.heifThreads,
       maximumDimension: request.configuration.limits.maxDimension)
-    let image = try PipelineError.decoding { try HEIFCodec.decode(bytes, options: options) }
+    let image = try PipelineError.decoding {
+      if let patched { return try HEIFCodec.decode(patched, options: options) }
+      return try HEIFCodec.decode(request.input, options: options)
+    }
     // libheif also reads the colour of the coded stream (VUI) that the box reader cannot see;
     // an ICC profile from either wins over nclx from either.
     let colour: ColourDescription

@@ -33,7 +33,10 @@ public enum FormatSniffer {
     return FourCC(b[0], b[1], b[2], b[3])
   }
 
-  public static func sniff(_ bytes: [UInt8]) -> SniffedFormat {
+  public static func sniff(_ bytes: [UInt8]) -> SniffedFormat { bytes.withUnsafeBytes { sniff($0) } }
+
+  /// The format of bytes read in place.
+  public static func sniff(_ bytes: UnsafeRawBufferPointer) -> SniffedFormat {
     let r = ByteReader(bytes)
     if bytes.isEmpty { return .empty }
     if r.matches(0, [0xFF, 0xD8, 0xFF]) { return .jpeg }
@@ -86,7 +89,7 @@ public enum FormatSniffer {
   }
 
   /// SVG, HTML or other XML, after an optional BOM and leading whitespace.
-  static func sniffMarkup(_ bytes: [UInt8]) -> SniffedFormat {
+  static func sniffMarkup(_ bytes: UnsafeRawBufferPointer) -> SniffedFormat {
     var start = 0
     if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
     while start < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start]) { start += 1 }

@@ -2,7 +2,9 @@ import ImageCodecs
 
 /// The state one input carries through the ordered steps of `Pipeline`.
 struct PipelineContext {
-  let input: [UInt8]
+  /// The upload, read in place: valid for the run of the pipeline (a spooled body's mapping is
+  /// never copied; an array's storage is lent by `Pipeline.process`).
+  let input: UnsafeRawBufferPointer
   let configuration: Pipeline.Configuration
   /// Where the run stops early (cancelled, past its deadline).
   let checkpoint: Checkpoint
@@ -30,10 +32,23 @@ struct PipelineContext {
   var profiles: [ModelProfile] = []
   var renditions: [ProfileRendition] = []
 
-  init(input: [UInt8], configuration: Pipeline.Configuration, checkpoint: Checkpoint = .never) {
+  /// Keeps the bytes of a context made from an array alive; nil when the caller lends them.
+  private var storage: InputStorage?
+
+  init(input: UnsafeRawBufferPointer, configuration: Pipeline.Configuration, checkpoint: Checkpoint = .never)
+  {
     self.input = input
+    self.storage = nil
     self.configuration = configuration
     self.checkpoint = checkpoint
+  }
+
+  /// A context over a copy of `input` that it keeps (a caller holding an array, such as a
+  /// test running steps one by one, has no loan to give that outlives the context).
+  init(input: [UInt8], configuration: Pipeline.Configuration, checkpoint: Checkpoint = .never) {
+    let storage = InputStorage(input)
+    self.init(input: storage.bytes, configuration: configuration, checkpoint: checkpoint)
+    self.storage = storage
   }
 
   /// The header, which every step after `header` may rely on.
@@ -58,4 +73,20 @@ struct PipelineContext {
   var storedOutputSize: (width: Int, height: Int) {
     orientation.apply.swapsDimensions ? (outputSize.height, outputSize.width) : outputSize
   }
+}
+
+/// A copy of an input that lives as long as the contexts that read it.
+final class InputStorage {
+  private let allocation: UnsafeMutableRawBufferPointer
+  /// The copy.
+  let bytes: UnsafeRawBufferPointer
+
+  init(_ input: [UInt8]) {
+    let allocation = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, input.count), alignment: 16)
+    input.withUnsafeBytes { allocation.copyMemory(from: $0) }
+    self.allocation = allocation
+    bytes = UnsafeRawBufferPointer(rebasing: allocation[0..<input.count])
+  }
+
+  deinit { allocation.deallocate() }
 }

@@ -13,6 +13,10 @@ public enum JPEGOutputVerifier {
   }
 
   public static func verify(_ bytes: [UInt8]) throws(Violation) {
+    try bytes.withBytes { bytes throws(Violation) in try verify(bytes) }
+  }
+
+  private static func verify(_ bytes: UnsafeRawBufferPointer) throws(Violation) {
     let r = ByteReader(bytes)
     guard r.matches(0, [0xFF, 0xD8]) else { throw .noSOI }
     var offset = 2

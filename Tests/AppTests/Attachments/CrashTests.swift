@@ -18,7 +18,7 @@ struct CrashTests {
     var port: Int
   }
 
-  static func start(dataDirectory: String, log: String) throws -> Running {
+  static func start(dataDirectory: String, log: String, extra: [String: String] = [:]) throws -> Running {
     let binary = try #require(ServeBinaryTests.binary)
     _ = FileManager.default.createFile(atPath: log, contents: nil)
     let process = Process()
@@ -27,7 +27,7 @@ struct CrashTests {
     process.environment = [
       "ATTACHD_API_KEYS": "acme:\(key)", "ATTACHD_RATE_LIMIT": "0", "ATTACHD_CONCURRENT_UPLOADS_PER_KEY": "0",
       "ATTACHD_WORKER_QUEUE_LENGTH": "100", "ATTACHD_WORKER_THREADS": "2",
-    ]
+    ].merging(extra) { $1 }
     process.standardOutput = FileHandle.nullDevice
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
     try process.run()
