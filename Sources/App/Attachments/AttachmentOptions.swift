@@ -22,6 +22,8 @@ extension Application {
     /// Seconds one image may take in the pipeline before it stops with 503 `deadline_exceeded`
     /// (see `Pipeline.Configuration.deadline` for why 30).
     public var pipelineDeadline = 30.0
+    /// libavcodec threads per HEVC picture (see `Pipeline.Configuration.hevcThreads` for why 1).
+    public var hevcThreads = 1
 
     public init() {}
 
@@ -47,6 +49,7 @@ extension Application {
       config.quality = quality
       config.limits.maxInputBytes = maxUploadBytes
       config.deadline = .seconds(min(max(pipelineDeadline, 0), 86_400))
+      config.hevcThreads = hevcThreads
       return config
     }
   }
