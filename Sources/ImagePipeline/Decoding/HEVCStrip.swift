@@ -40,10 +40,13 @@ final class HEVCStrip {
     luma = Self.plane(width: width, height: height)
     cb = Self.plane(width: chromaWidth, height: chromaHeight)
     cr = Self.plane(width: chromaWidth, height: chromaHeight)
-    // Uninitialised memory is never read for colour pictures (every sample the resampler reads is
-    // pasted first); the chroma of a monochrome one is never pasted, so it is set once here.
-    if monochrome {
-      for plane in [cb, cr] { plane.base.initialize(repeating: 128, count: plane.rowBytes * chromaHeight) }
+    // Every sample the resampler reads is pasted first, but the planes are still cleared once:
+    // should a sample ever be read unpasted, it is black, never what an earlier upload left in
+    // reused heap memory (a few hundred microseconds per decode; the pages are touched anyway).
+    // The chroma of a monochrome picture is never pasted: neutral 128.
+    luma.base.initialize(repeating: 0, count: luma.rowBytes * height)
+    for plane in [cb, cr] {
+      plane.base.initialize(repeating: monochrome ? 128 : 0, count: plane.rowBytes * chromaHeight)
     }
   }
 

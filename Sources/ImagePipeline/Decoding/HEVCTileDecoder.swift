@@ -142,7 +142,10 @@ final class AlphaPlane {
   init(width: Int, height: Int) {
     self.width = width
     self.height = height
-    plane = HEVCStrip.Plane(base: .allocate(capacity: width * height), rowBytes: width)
+    let base = UnsafeMutablePointer<UInt8>.allocate(capacity: width * height)
+    // Cleared (transparent) for the same reason as `HEVCStrip`'s planes.
+    base.initialize(repeating: 0, count: width * height)
+    plane = HEVCStrip.Plane(base: base, rowBytes: width)
   }
 
   deinit { plane.base.deallocate() }

@@ -223,6 +223,8 @@ private final class RGBRoute {
       height: target.height)
     rowBytes = width * 3
     buffer = .allocate(capacity: rowBytes * stripRows)
+    // Cleared for the same reason as `HEVCStrip`'s planes.
+    buffer.initialize(repeating: 0, count: rowBytes * stripRows)
   }
 
   deinit { buffer.deallocate() }
