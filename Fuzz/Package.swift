@@ -8,6 +8,7 @@ let fuzzers: [(name: String, module: String)] = [
   ("FuzzMultipart", "HTTP"),
   ("FuzzEXIF", "ImagePipeline"),
   ("FuzzHEIFBoxes", "ImagePipeline"),
+  ("FuzzHEIFDecode", "ImagePipeline"),
   ("FuzzPNGChunks", "ImagePipeline"),
 ]
 

@@ -220,6 +220,10 @@ public struct ConfigurationKey: Sendable {
       summary: "seconds one image may take in the pipeline (→ 503 deadline_exceeded)",
       \.attachments.pipelineDeadline),
     .integer(
+      "pipeline.hevcThreads", env: "ATTACHD_HEVC_THREADS", flag: nil,
+      summary: "libavcodec threads per HEIC picture on the HEVC path", range: 1...64,
+      \.attachments.hevcThreads),
+    .integer(
       "attachments.cacheMaxAge", env: "ATTACHD_CACHE_MAX_AGE", flag: nil,
       summary: "Cache-Control max-age of a served image, s", range: 0...31_536_000, \.attachments.cacheMaxAge),
     .integer(

@@ -8,8 +8,10 @@ import Testing
 /// its deadline passes, gives its memory reservation back and produces nothing.
 @Suite(.enabled(if: corpusPresent, "skipped: corpus not present"), .timeLimit(.minutes(2)))
 struct DeadlineTests {
-  /// The iPhone XS photo: libheif takes well over a tenth of a second to decode it, in one call.
+  /// The iPhone XS photo: its 48 tiles take well over a tenth of a second to decode.
   static let heic = "heic-iphonexs-irot-exif6-gps.heic"
+  /// The 200 MP photo: 768 tiles, over a second of decoding.
+  static let largeHEIC = "heic-samsung-200mp-irot.heic"
 
   static func pipeline(deadline: Duration = .seconds(30)) throws -> (Pipeline, MemoryBudget) {
     var configuration = Pipeline.Configuration()
@@ -25,7 +27,7 @@ struct DeadlineTests {
     let started = clock.now
     #expect(throws: PipelineError.deadlineExceeded()) { try pipeline.process(input) }
     let stopped = clock.now - started
-    // libheif cannot be interrupted: the run stops at the check after its decode, which is
+    // The run stops at the first check after the deadline (before the next tile), which is
     // why it is past the deadline at all; the memory it reserved is free again.
     #expect(stopped >= .milliseconds(100))
     #expect(budget.inUse == 0)
@@ -42,7 +44,7 @@ struct DeadlineTests {
     let clock = ContinuousClock()
     let started = clock.now
     #expect(throws: PipelineError.cancelled()) { try pipeline.process(input, cancellation: cancellation) }
-    // Stopped at the first check, long before libheif could have decoded anything.
+    // Stopped at the first check, long before a tile could have been decoded.
     #expect(clock.now - started < .milliseconds(500))
     #expect(budget.inUse == 0)
   }
@@ -51,12 +53,33 @@ struct DeadlineTests {
     let input = try corpusBytes(Self.heic)
     let (pipeline, budget) = try Self.pipeline()
     let cancellation = PipelineCancellation()
-    // The client hangs up 20 ms in, in the middle of libheif's decode.
+    // The client hangs up 20 ms in, in the middle of the decode.
     Thread.detachNewThread {
       Thread.sleep(forTimeInterval: 0.02)
       cancellation.cancel()
     }
     #expect(throws: PipelineError.cancelled()) { try pipeline.process(input, cancellation: cancellation) }
+    #expect(budget.inUse == 0)
+  }
+
+  /// The HEVC path checks before every tile: a run cancelled a little way into the 200 MP
+  /// photo's 768 tiles stops long before the whole decode would have finished.
+  @Test func theHEVCPathStopsBetweenTiles() throws {
+    let input = try corpusBytes(Self.largeHEIC)
+    let (pipeline, budget) = try Self.pipeline()
+    let clock = ContinuousClock()
+    var started = clock.now
+    _ = try pipeline.process(input)
+    let whole = clock.now - started
+    let cancellation = PipelineCancellation()
+    Thread.detachNewThread {
+      Thread.sleep(forTimeInterval: 0.05)
+      cancellation.cancel()
+    }
+    started = clock.now
+    #expect(throws: PipelineError.cancelled()) { try pipeline.process(input, cancellation: cancellation) }
+    let stopped = clock.now - started
+    #expect(stopped < whole / 2, "stopped after \(stopped); the whole run took \(whole)")
     #expect(budget.inUse == 0)
   }
 

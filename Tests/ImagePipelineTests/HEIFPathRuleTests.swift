@@ -71,6 +71,27 @@ import Testing
     #expect(HEIFPathRule.decide(plan) == .libheif(.tilesDiffer))
   }
 
+  /// 4:2:0 tiles an odd number of samples wide or high would start the next tile's chroma half a
+  /// sample into the previous one's: libheif takes such grids; 4:4:4 tiles of any size stay.
+  @Test func gridTilesOfHalfAChromaSampleGoToLibheif() throws {
+    var plan = try Self.plan("grid-2x2.heic")
+    guard case .grid(var grid) = plan.image.content else { throw PlanShape.notGrid }
+    #expect(HEIFPathRule.decide(plan) == .hevc)
+    grid.tileSize = HEIFSize(width: 63, height: 64)
+    plan.image.content = .grid(grid)
+    #expect(HEIFPathRule.decide(plan) == .libheif(.tileAlignment))
+    grid.tileSize = HEIFSize(width: 64, height: 63)
+    plan.image.content = .grid(grid)
+    #expect(HEIFPathRule.decide(plan) == .libheif(.tileAlignment))
+    for index in grid.tiles.indices {
+      grid.tiles[index].hevc?.chromaFormat = 3
+      grid.tiles[index].hevc?.sequence?.chromaFormat = 3
+    }
+    plan.image.content = .grid(grid)
+    #expect(HEIFPathRule.decide(plan) == .hevc)
+    #expect(HEIFFallbackReason.tileAlignment.code == "tile_alignment")
+  }
+
   @Test func alphaOfAnotherSizeGoesToLibheif() throws {
     var plan = try Self.plan("alpha.heic")
     #expect(HEIFPathRule.decide(plan) == .hevc)

@@ -26,6 +26,8 @@ extension Application {
     public var publicBaseURL = ""
     /// Which model profile requests that name none get.
     public var profiles = ProfileOptions()
+    /// libavcodec threads per HEVC picture (see `Pipeline.Configuration.hevcThreads` for why 1).
+    public var hevcThreads = 1
 
     public init() {}
 
@@ -54,6 +56,7 @@ extension Application {
       config.quality = quality
       config.limits.maxInputBytes = maxUploadBytes
       config.deadline = .seconds(min(max(pipelineDeadline, 0), 86_400))
+      config.hevcThreads = hevcThreads
       return config
     }
   }

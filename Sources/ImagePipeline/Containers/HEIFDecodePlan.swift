@@ -136,6 +136,22 @@ public struct HEIFCodedItem: Sendable {
   /// Total bytes of the item's data.
   public var dataCount: Int { data.reduce(0) { $0 + $1.count } }
 
+  /// Lends the item's data in `input` (read in place, e.g. a spooled body's mapping) to
+  /// `body`; copied only when it is split over several extents.
+  public func withBytes<Value, Failure: Error>(
+    in input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(Failure) -> Value
+  ) throws(Failure) -> Value {
+    if data.count == 1, let only = data.first { return try body(UnsafeRawBufferPointer(rebasing: input[only])) }
+    var joined: [UInt8] = []
+    joined.reserveCapacity(dataCount)
+    for range in data { joined.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[range])) }
+    // `withUnsafeBytes` rethrows untyped: the typed error goes through a Result.
+    let outcome: Result<Value, Failure> = joined.withUnsafeBytes { bytes in
+      do throws(Failure) { return .success(try body(bytes)) } catch { return .failure(error) }
+    }
+    return try outcome.get()
+  }
+
   /// The item's data as one array (copied only when it is split over several extents).
   public func bytes(in input: [UInt8]) -> ArraySlice<UInt8> {
     if data.count == 1, let only = data.first { return input[only] }

@@ -29,6 +29,9 @@ public enum HEIFFallbackReason: Sendable, Equatable, CustomStringConvertible {
   case essentialProperty(FourCC)
   /// An alpha image the fast path cannot pair with the colour image.
   case alpha(String)
+  /// Grid tiles whose width or height is not a whole number of chroma samples: the next tile's
+  /// chroma would start half a sample into the previous one's.
+  case tileAlignment
 
   /// A stable snake_case code for logs and metrics.
   public var code: String {
@@ -40,6 +43,7 @@ public enum HEIFFallbackReason: Sendable, Equatable, CustomStringConvertible {
     case .tilesDiffer: return "tiles_differ"
     case .essentialProperty: return "essential_property"
     case .alpha: return "alpha"
+    case .tileAlignment: return "tile_alignment"
     }
   }
 
@@ -49,7 +53,7 @@ public enum HEIFFallbackReason: Sendable, Equatable, CustomStringConvertible {
     case .hevcConfiguration(let why), .alpha(let why): return "\(code): \(why)"
     case .bitDepth(let luma, let chroma): return "\(code): \(luma)/\(chroma)"
     case .essentialProperty(let type): return "\(code): \(type)"
-    case .configurationMismatch, .tilesDiffer: return code
+    case .configurationMismatch, .tilesDiffer, .tileAlignment: return code
     }
   }
 }
@@ -62,7 +66,8 @@ public enum HEIFFallbackReason: Sendable, Equatable, CustomStringConvertible {
 ///   the record's chroma format and bit depths;
 /// - 8- or 10-bit, luma and chroma alike; 4:2:0, 4:2:2, 4:4:4 or monochrome;
 /// - all tiles of a grid share chroma format and bit depth (their sizes were already checked by
-///   the plan reader: one size, covering the output);
+///   the plan reader: one size, covering the output), and a grid of several tiles across (down)
+///   has tiles a whole number of chroma samples wide (high);
 /// - no essential property the fast path does not implement, on the image, the items it derives
 ///   from, its tiles or its alpha image;
 /// - an alpha image, when there is one, passes the same rules and has the colour image's size
@@ -105,6 +110,14 @@ public enum HEIFPathRule {
         }
       } else {
         first = sequence
+      }
+    }
+    if let grid = image.grid, let first {
+      let (h, v) = first.chromaFormat == 1 ? (2, 2) : first.chromaFormat == 2 ? (2, 1) : (1, 1)
+      if (grid.columns > 1 && grid.tileSize.width % h != 0)
+        || (grid.rows > 1 && grid.tileSize.height % v != 0)
+      {
+        return .tileAlignment
       }
     }
     return image.codedItems.isEmpty ? .notHEVC(image.itemType) : nil

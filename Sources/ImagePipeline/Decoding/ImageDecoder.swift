@@ -18,11 +18,20 @@ protocol ImageDecoder: Sendable {
   func accepts(width: Int, height: Int, for request: DecodeRequest) -> Bool
   /// Decodes the image; codec failures come back as `PipelineError`s.
   func decode(_ request: DecodeRequest) throws(PipelineError) -> DecodedImage
+  /// The most memory the decode and the steps after it will hold, from the headers (what the
+  /// run reserves from the memory budget); by default `MemoryEstimate`'s.
+  func estimatedBytes(_ request: DecodeRequest, output: (width: Int, height: Int)) -> Int
 }
 
 extension ImageDecoder {
   func accepts(width: Int, height: Int, for request: DecodeRequest) -> Bool {
     (width, height) == plannedSize(request)
+  }
+
+  func estimatedBytes(_ request: DecodeRequest, output: (width: Int, height: Int)) -> Int {
+    MemoryEstimate.bytes(
+      for: request.header, decodeSize: plannedSize(request), output: output,
+      heifAppliesTransforms: !request.orientation.ignoreHEIFTransformations)
   }
 }
 
@@ -57,6 +66,10 @@ struct DecodedImage: Sendable {
   /// The colour space of `content`, after anything the decoder applied itself (a CMYK
   /// profile): what the colour step converts from.
   var colour: ColourDescription
+  /// What still makes `content` upright, when the decoder decided it rather than the
+  /// orientation policy: the HEVC path applies a HEIF file's transforms itself, as a crop while
+  /// decoding and this orientation afterwards. Nil: the policy's orientation stands.
+  var orientation: Orientation? = nil
 
   /// The decoded size (the luma's for planes).
   var size: (width: Int, height: Int) {

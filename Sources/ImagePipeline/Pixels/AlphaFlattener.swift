@@ -72,7 +72,7 @@ enum AlphaFlattener {
   // x / 255 rounded to nearest, exact for 0 ≤ x ≤ 255 · 255 (checked exhaustively), without a
   // division.
   @inline(__always)
-  private static func divide255(_ x: UInt32) -> UInt8 {
+  static func divide255(_ x: UInt32) -> UInt8 {
     let y = x &+ 128
     return UInt8(truncatingIfNeeded: (y &+ (y >> 8)) >> 8)
   }

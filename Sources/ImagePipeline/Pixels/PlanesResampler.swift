@@ -30,6 +30,23 @@ final class PlanesResampler {
   /// Luma rows the crop reads: a tile decoder may skip tile rows entirely outside them.
   var lumaRows: Range<Int> { luma.rows }
 
+  /// The luma rows and columns a strip must hold for the crop: the luma window's, widened to
+  /// cover the chroma samples the chroma windows read (a co-sited or fractional chroma edge can
+  /// reach a sample past the luma crop). A tile decoder skips tiles entirely outside them.
+  var neededLuma: (rows: Range<Int>, columns: Range<Int>) {
+    let (h, v) = subsampling
+    let rows =
+      min(luma.rows.lowerBound, cb.rows.lowerBound * v)..<max(luma.rows.upperBound, cb.rows.upperBound * v)
+    let columns =
+      min(
+        luma.columns.lowerBound, cb.columns.lowerBound * h)..<max(
+        luma.columns.upperBound, cb.columns.upperBound * h)
+    return (rows, columns)
+  }
+
+  /// Whether every output row of every plane has been produced (later strips are not needed).
+  var isComplete: Bool { luma.isComplete && cb.isComplete && cr.isComplete }
+
   /// A resampler for planes of `lumaSize` whose chroma planes are `chromaSize` (they may be
   /// padded beyond the luma's extent), subsampled and sited as given, to `width` × `height`.
   init(
@@ -95,6 +112,24 @@ final class PlanesResampler {
       (strip.rows.lowerBound / v)..<min(origin + strip.planes.cb.height, (strip.rows.upperBound + v - 1) / v)
     cb.consume(strip.planes.cb, origin: origin, rows: chroma)
     cr.consume(strip.planes.cr, origin: origin, rows: chroma)
+  }
+
+  /// Takes rows `rows` of a strip held in memory the caller owns (a tile decoder's strip
+  /// buffers): luma row `r` at `luma.base + (r − origin) × luma.rowBytes`, chroma row `c` at
+  /// `cb.base + (c − origin / vertical) × cb.rowBytes` (and the same for Cr), with
+  /// `chromaRows` chroma rows in the strip. The same rules as `consume(_:)` for where strips
+  /// start.
+  func consume(
+    luma lumaRows: StripResampler.Rows, cb cbRows: StripResampler.Rows, cr crRows: StripResampler.Rows,
+    chromaRows: Int, origin: Int, rows: Range<Int>
+  ) {
+    let v = subsampling.vertical
+    precondition(origin % v == 0 && rows.lowerBound % v == 0, "PlanesResampler: strip inside a chroma row")
+    luma.consume(lumaRows, origin: origin, rows: rows)
+    let chromaOrigin = origin / v
+    let chroma = (rows.lowerBound / v)..<min(chromaOrigin + chromaRows, (rows.upperBound + v - 1) / v)
+    cb.consume(cbRows, origin: chromaOrigin, rows: chroma)
+    cr.consume(crRows, origin: chromaOrigin, rows: chroma)
   }
 
   /// Takes a strip that is all of `planes`, from image row `lumaRow`.

@@ -39,7 +39,8 @@ final class StripResampler {
   /// The next source row `consume` expects.
   private(set) var nextRow = 0
 
-  private let columns: Range<Int>
+  /// The source columns the window reads; strips need not hold the others.
+  let columns: Range<Int>
   private let channels: Int
   private let factorX: Int
   private let factorY: Int
@@ -112,7 +113,7 @@ final class StripResampler {
     table = .allocate(capacity: widest)
     heldCapacity = widest + 64
     held = .allocate(capacity: heldCapacity * max(1, samples))
-    scratch = LanczosKernels.Scratch(inSamples: samples, outSamples: width * channels)
+    scratch = LanczosKernels.Scratch(inSamples: samples, outSamples: width * channels, horizontal: horizontal)
     let count = width * height * layout.channels
     // Every byte is written by the groups before `finish` hands the buffer out.
     output = [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
@@ -142,53 +143,69 @@ final class StripResampler {
     precondition(
       band.lowerBound >= origin && band.upperBound <= origin + buffer.height,
       "StripResampler: rows outside the buffer")
+    buffer.bytes.withUnsafeBufferPointer { bytes in
+      consume(Rows(base: bytes.baseAddress!, rowBytes: buffer.rowBytes), origin: origin, rows: band)
+    }
+  }
+
+  /// Source rows in memory the caller owns: row `r` of a strip whose row 0 is source row
+  /// `origin` starts at `base + (r − origin) × rowBytes` and holds `sourceWidth` samples of
+  /// `layout` (a tile decoder's strip buffer, reused from one strip to the next).
+  struct Rows {
+    var base: UnsafePointer<UInt8>
+    var rowBytes: Int
+  }
+
+  /// Takes source rows `band` of `rows` (whose row 0 is source row `origin`), read in place
+  /// while this runs; the rows a later strip still needs are copied before it returns.
+  func consume(_ rows: Rows, origin: Int, rows band: Range<Int>) {
+    precondition(band.lowerBound >= origin, "StripResampler: rows outside the buffer")
     let first = band.lowerBound
     precondition(
       first >= nextRow && band.upperBound <= sourceHeight
-        && max(nextRow, rows.lowerBound) >= min(first, rows.upperBound),
+        && max(nextRow, self.rows.lowerBound) >= min(first, self.rows.upperBound),
       "StripResampler: rows \(nextRow)..<\(first) of the window were skipped")
     nextRow = band.upperBound
-    let lo = max(first, rows.lowerBound)
-    let hi = min(band.upperBound, rows.upperBound)
+    let lo = max(first, self.rows.lowerBound)
+    let hi = min(band.upperBound, self.rows.upperBound)
     guard lo < hi else { return }
-    buffer.bytes.withUnsafeBufferPointer { bytes in
-      // Source row r is at `base + (r - first) × rowBytes`.
-      let base = bytes.baseAddress! + (first - origin) * buffer.rowBytes + columns.lowerBound * channels
-      if let sums {
-        for row in lo..<hi {
-          let line = base + (row - first) * buffer.rowBytes
-          BoxShrinker.add(line, to: sums, count: columns.count * channels, first: bandRows == 0)
-          bandRows += 1
-          guard bandRows == factorY || row == rows.upperBound - 1 else { continue }
-          let destination = reserveHeldRow()
-          BoxShrinker.emit(
-            sums, rows: bandRows, columns: columns.count, factorX: factorX, channels: channels,
-            to: destination)
-          heldCount += 1
-          available += 1
-          bandRows = 0
-          drain()
-        }
-      } else {
-        let stripFirst = lo - rows.lowerBound
-        let stripEnd = hi - rows.lowerBound
-        self.strip = (base + (lo - first) * buffer.rowBytes, buffer.rowBytes, stripFirst, stripEnd)
-        defer { self.strip = nil }
-        available = stripEnd
+    // Source row r is at `base + (r - first) × rowBytes`.
+    let base = rows.base + (first - origin) * rows.rowBytes + columns.lowerBound * channels
+    let rowBytes = rows.rowBytes
+    if let sums {
+      for row in lo..<hi {
+        let line = base + (row - first) * rowBytes
+        BoxShrinker.add(line, to: sums, count: columns.count * channels, first: bandRows == 0)
+        bandRows += 1
+        guard bandRows == factorY || row == self.rows.upperBound - 1 else { continue }
+        let destination = reserveHeldRow()
+        BoxShrinker.emit(
+          sums, rows: bandRows, columns: columns.count, factorX: factorX, channels: channels,
+          to: destination)
+        heldCount += 1
+        available += 1
+        bandRows = 0
         drain()
-        // Keep what later destination rows still read; the strip itself goes back to its owner.
-        let keep = isComplete ? stripEnd : neededFrom[nextGroup]
-        dropHeld(before: keep)
-        let from = max(keep, stripFirst)
-        if from < stripEnd {
-          if heldCount == 0 { heldFirst = from }
-          ensureHeldCapacity(stripEnd - from)
-          for row in from..<stripEnd {
-            (held + heldCount * samples).update(
-              from: base + (row + rows.lowerBound - first) * buffer.rowBytes,
-              count: samples)
-            heldCount += 1
-          }
+      }
+    } else {
+      let stripFirst = lo - self.rows.lowerBound
+      let stripEnd = hi - self.rows.lowerBound
+      self.strip = (base + (lo - first) * rowBytes, rowBytes, stripFirst, stripEnd)
+      defer { self.strip = nil }
+      available = stripEnd
+      drain()
+      // Keep what later destination rows still read; the strip itself goes back to its owner.
+      let keep = isComplete ? stripEnd : neededFrom[nextGroup]
+      dropHeld(before: keep)
+      let from = max(keep, stripFirst)
+      if from < stripEnd {
+        if heldCount == 0 { heldFirst = from }
+        ensureHeldCapacity(stripEnd - from)
+        for row in from..<stripEnd {
+          (held + heldCount * samples).update(
+            from: base + (row + self.rows.lowerBound - first) * rowBytes,
+            count: samples)
+          heldCount += 1
         }
       }
     }

@@ -7,7 +7,13 @@ enum DecodeStep {
   static func decoder(for header: ImageHeader, configuration: Pipeline.Configuration) -> any ImageDecoder {
     switch header.container {
     case .jpeg(let info): JPEGDecoder(markers: info, planar: configuration.planarJPEG)
-    case .heif(let info): LibheifDecoder(boxes: info)
+    case .heif(let info):
+      // The plan's path rule (`HEIFPathRule`) decides: libheif takes what the HEVC path declines.
+      if configuration.hevcFastPath, let plan = info.plan, plan.path == .hevc {
+        HEVCTileDecoder(plan: plan)
+      } else {
+        LibheifDecoder(boxes: info)
+      }
     case .png: PNGDecoder()
     case .webp: WebPDecoder()
     case .gif: GIFDecoder()
@@ -30,5 +36,6 @@ enum DecodeStep {
     case .pixels(let pixels): c.pixels = pixels
     }
     c.colour = decoded.colour
+    if let orientation = decoded.orientation { c.orientation.apply = orientation }
   }
 }

@@ -3,9 +3,7 @@ enum ReserveMemoryStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
     let request = try c.decodeRequest()
     let decoder = DecodeStep.decoder(for: request.header, configuration: c.configuration)
-    let estimate = MemoryEstimate.bytes(
-      for: request.header, decodeSize: decoder.plannedSize(request), output: c.outputSize,
-      heifAppliesTransforms: !c.orientation.ignoreHEIFTransformations)
+    let estimate = decoder.estimatedBytes(request, output: c.outputSize)
     c.reservation = try c.configuration.memoryBudget.reserve(estimate)
   }
 }

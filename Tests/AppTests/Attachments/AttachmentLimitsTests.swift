@@ -142,6 +142,7 @@ struct AttachmentLimitsTests {
         "ATTACHD_RETENTION": "86400", "ATTACHD_TENANT_RETENTION": #"{"acme": 3600}"#,
         "ATTACHD_SWEEP_INTERVAL": "120", "ATTACHD_RATE_LIMIT": "2.5", "ATTACHD_SIGNED_LINK_TTL": "60",
         "ATTACHD_MAX_EDGE": "1024", "ATTACHD_JPEG_QUALITY": "80", "ATTACHD_PIPELINE_DEADLINE": "2.5",
+        "ATTACHD_HEVC_THREADS": "2",
       ], to: &config)
     try config.validate()
     #expect(config.attachments.maxUploadBytes == 1_048_576)
@@ -155,9 +156,14 @@ struct AttachmentLimitsTests {
     #expect(config.attachments.pipelineConfiguration().limits.maxInputBytes == 1_048_576)
     #expect(config.attachments.pipelineConfiguration().deadline == .milliseconds(2500))
     #expect(Application.Configuration().attachments.pipelineConfiguration().deadline == .seconds(30))
+    #expect(config.attachments.pipelineConfiguration().hevcThreads == 2)
+    #expect(Application.Configuration().attachments.pipelineConfiguration().hevcThreads == 1)
     var bad = Application.Configuration()
     #expect(throws: ConfigurationError.self) {
       try ConfigurationLoader.applyEnvironment(["ATTACHD_PIPELINE_DEADLINE": "0"], to: &bad)
+    }
+    #expect(throws: ConfigurationError.self) {
+      try ConfigurationLoader.applyEnvironment(["ATTACHD_HEVC_THREADS": "65"], to: &bad)
     }
     try ConfigurationLoader.applyEnvironment(["ATTACHD_PIPELINE_DEADLINE": "1e12"], to: &bad)
     #expect(throws: ConfigurationError.self) { try bad.validate() }
