@@ -141,7 +141,9 @@ public struct HEIFCodedItem: Sendable {
   public func withBytes<Value, Failure: Error>(
     in input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(Failure) -> Value
   ) throws(Failure) -> Value {
-    if data.count == 1, let only = data.first { return try body(UnsafeRawBufferPointer(rebasing: input[only])) }
+    if data.count == 1, let only = data.first {
+      return try body(UnsafeRawBufferPointer(rebasing: input[only]))
+    }
     var joined: [UInt8] = []
     joined.reserveCapacity(dataCount)
     for range in data { joined.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[range])) }

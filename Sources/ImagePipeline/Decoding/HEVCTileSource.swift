@@ -85,7 +85,8 @@ final class HEVCTileSource {
       try PipelineError.decoding {
         try decoder.decode(sample) { frame throws in
           let format = frame.format
-          guard image.acceptsDecodedFrame(HEIFSize(width: format.width, height: format.height), atIndex: index)
+          guard
+            image.acceptsDecodedFrame(HEIFSize(width: format.width, height: format.height), atIndex: index)
           else {
             throw PipelineError.corrupt(
               "a coded picture of the HEIF image does not have the size its headers declare",
