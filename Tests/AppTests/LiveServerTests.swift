@@ -4,7 +4,7 @@ import Testing
 @testable import App
 
 /// The real App handler on the real server, on 127.0.0.1, spoken to with curl.
-@Suite(.serialized, .timeLimit(.minutes(1))) struct LiveServerTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct LiveServerTests {
   @Test func healthReadinessErrorsRequestIDsAndTheAccessLogWorkEndToEnd() throws {
     let dir = try LiveTesting.temporaryDirectory()
     var config = Application.Configuration()
