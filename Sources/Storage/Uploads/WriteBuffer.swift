@@ -54,6 +54,12 @@ final class WriteBuffer: @unchecked Sendable {
     }
   }
 
+  /// Calls `body` with the held bytes in order: the buffer's, then the overflow's (if any).
+  func forEachChunk(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+    if filled > 0 { try body(UnsafeRawBufferPointer(rebasing: storage[0..<filled])) }
+    if let overflow { try body(UnsafeRawBufferPointer(overflow)) }
+  }
+
   /// Empties the buffer (after a committed flush), keeping its memory for the next bytes.
   func reset() {
     filled = 0
