@@ -44,6 +44,10 @@ public final class Application: HTTPHandler {
   public let attachments: AttachmentService?
   /// Why storage could not be opened, when it could not.
   public let storageFailure: String?
+  /// True when storage failed to open because a backend could not be reached (worth a retry).
+  public let storageUnavailable: Bool
+  /// The stores (attachments, uploads, readiness probe); nil when they could not be opened.
+  public let backends: StorageBackends?
   let sweeper: Sweeper?
   let router: Router<Route>
   let requestIDs = RequestIDs()
@@ -91,10 +95,9 @@ public final class Application: HTTPHandler {
       else {
         throw AppError.notReady(reason: "data directory \(configuration.storage.dataDirectory) is missing")
       }
-      var storeConfiguration = AttachmentStore.Configuration()
-      storeConfiguration.defaultRetention = TimeInterval(options.retention)
-      let store = try AttachmentStore.embedded(
-        directory: configuration.storage.dataDirectory, configuration: storeConfiguration)
+      let backends = try StorageBackends.open(
+        configuration, node: StorageBackends.nodeName(port: configuration.server.port))
+      let store = backends.attachments
       for (tenant, seconds) in options.tenantRetention.sorted(by: { $0.key < $1.key }) {
         try store.setRetention(TimeInterval(seconds), tenant: tenant)
       }
@@ -103,13 +106,18 @@ public final class Application: HTTPHandler {
         store: store, pipeline: pipeline, access: control, metrics: metrics, options: options,
         eventLog: eventLog)
       attachments = service
-      sweeper = Sweeper(store: store, interval: Double(options.sweepInterval), eventLog: eventLog)
+      self.backends = backends
+      sweeper = Sweeper(
+        store: store, uploads: backends.uploads, interval: Double(options.sweepInterval), eventLog: eventLog)
       storageFailure = nil
+      storageUnavailable = false
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
     } catch {
       attachments = nil
+      backends = nil
       sweeper = nil
       storageFailure = String(describing: error)
+      storageUnavailable = (error as? StorageError)?.code == .unavailable
     }
   }
 
@@ -162,12 +170,17 @@ public final class Application: HTTPHandler {
     }
   }
 
-  /// 200 when ready (data directory and storage writable, not draining), else 503
-  /// problem+json with `Retry-After`.
+  /// 200 when ready (data directory and the storage backends writable, not draining), else
+  /// 503 problem+json with `Retry-After`. The backends' answer is cached briefly
+  /// (`StorageProbe`), so it follows a backend going down or coming back within seconds.
   func readinessResponse(requestID: String) -> HTTPResponse {
     var problem = readiness.check()
-    if problem == nil, attachments?.store.isWritable() != true {
-      problem = .notReady(reason: storageFailure ?? "storage is not writable")
+    if problem == nil {
+      if let backends {
+        if let reason = backends.probe.problem() { problem = .notReady(reason: reason) }
+      } else {
+        problem = .notReady(reason: storageFailure ?? "storage is not open")
+      }
     }
     guard let problem else { return Self.ready }
     if case .notReady(let reason) = problem {

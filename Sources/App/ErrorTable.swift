@@ -114,6 +114,13 @@ public enum ErrorTable {
         status: 503, code: "storage_busy", title: "Storage busy",
         headers: ["Retry-After": String(retryAfterSeconds)])
     }
+    // The object store or the index server could not be reached (or kept failing) within
+    // their timeouts and retries: temporary, and nothing of this request was acknowledged.
+    if error.code == .unavailable {
+      return PublicError(
+        status: 503, code: "storage_unavailable", title: "Storage temporarily unavailable",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    }
     return PublicError(status: 500, code: "storage_error", title: "Storage failed")
   }
 
