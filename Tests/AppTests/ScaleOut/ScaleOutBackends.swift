@@ -59,15 +59,21 @@ struct ScaleOutBackends {
 
 /// Small PNGs that differ by `seed`, so each upload stores a blob of its own.
 enum DistinctImages {
-  /// Writes one to a temp file and returns its path.
-  static func file(seed: Int, width: Int = 320, height: Int = 240) throws -> String {
+  /// Writes one to a temp file and returns its path; `noisy` images make large JPEGs.
+  static func file(seed: Int, width: Int = 320, height: Int = 240, noisy: Bool = false) throws -> String {
     var pixels = [UInt8](repeating: 0, count: width * height * 3)
+    var state = UInt64(seed) &* 6_364_136_223_846_793_005 &+ 1
     for y in 0..<height {
       for x in 0..<width {
         let i = (y * width + x) * 3
         pixels[i] = UInt8(truncatingIfNeeded: x &+ seed &* 37)
         pixels[i + 1] = UInt8(truncatingIfNeeded: y &+ seed &* 11)
         pixels[i + 2] = UInt8(truncatingIfNeeded: (x ^ y) &+ seed)
+        if noisy {
+          state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+          pixels[i] = UInt8(truncatingIfNeeded: state >> 33)
+          pixels[i + 1] = UInt8(truncatingIfNeeded: state >> 41)
+        }
       }
     }
     let path = try LiveTesting.temporaryDirectory() + "/image-\(seed).png"

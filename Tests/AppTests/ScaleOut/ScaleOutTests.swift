@@ -75,6 +75,22 @@ struct ScaleOutTests {
     #expect(try nodeA.readyStatus() == 200 && nodeB.readyStatus() == 200)
   }
 
+  @Test func anImageLargerThanTheStreamBufferReachesASlowReaderWhole() throws {
+    let backends = try ScaleOutBackends.make(label: "slowreader")
+    let node = try Self.node(backends)
+    defer { node.stop() }
+    let uploaded = try node.upload(
+      file: try DistinctImages.file(seed: 7, width: 1600, height: 1200, noisy: true))
+    let record = try #require(uploaded.json)
+    let id = try #require(record["id"] as? String)
+    let size = try #require(record["bytes"] as? Int)
+    // Several times what a stream reads ahead: the read waits for the client, chunk by chunk.
+    #expect(size > 3 * BlobStream.bufferLimit)
+    let slow = try node.image(id, extra: ["--limit-rate", "2M"])
+    #expect(slow.status == 200 && slow.body.count == size)
+    #expect(Hex.encode(SHA256.hash(Array(slow.body))) == record["sha256"] as? String)
+  }
+
   @Test func twoNodesSweepingAtOnceDeleteEachExpiredBlobOnceAndNothingLive() throws {
     let backends = try ScaleOutBackends.make(label: "sweeps")
     // acme's attachments live one second; beta's the default 30 days.
