@@ -16,11 +16,14 @@ final class BlobStream: ResponseBodyProducer, @unchecked Sendable {
   /// Size of the chunks handed to the connection (reads arrive in libcurl's 16 KiB pieces).
   static let chunkSize = 64 << 10
   /// How long a read may wait for a client that takes nothing (the server's write timeout
-  /// normally stops the stream long before) or for a reader thread to start it.
+  /// normally stops the stream long before).
   static let stallTimeout: TimeInterval = 60
-  /// Readers of blob streams run here: blocking I/O, never on the event loop nor the CPU pool.
-  /// (Dispatch caps its threads: past that, reads wait their turn, bounded by `stallTimeout`.)
-  private static let readers = DispatchQueue(label: "attachd.blob-stream", attributes: .concurrent)
+  /// Streams reading at once at most: each holds a thread (blocking I/O, never on the event
+  /// loop nor the image workers) and up to `bufferLimit` bytes. Past it a read waits for a
+  /// free reader up to `readerWait`, then is refused as `storage_busy`.
+  static let maxReaders = 256
+  static let readerWait: TimeInterval = 5
+  private static let readerSlots = DispatchSemaphore(value: maxReaders)
 
   // Guarded by `condition`.
   private let condition = NSCondition()
@@ -44,17 +47,21 @@ final class BlobStream: ResponseBodyProducer, @unchecked Sendable {
   ///
   /// Throws what the store threw before the read started (`.notFound`, `.unavailable` …).
   static func open(_ blobs: any BlobStore, blob: BlobHash, range: Range<Int>) throws -> BlobStream {
-    let stream = BlobStream()
-    readers.async { stream.read(blobs, blob: blob, range: range) }
-    let deadline = Date().addingTimeInterval(stallTimeout)
-    stream.condition.lock()
-    while stream.started == nil && stream.condition.wait(until: deadline) {}
-    let started = stream.started
-    stream.condition.unlock()
-    guard let started else {
-      stream.stop()
-      throw StorageError(.unavailable, "no reader started the blob stream within \(stallTimeout) s")
+    guard readerSlots.wait(timeout: .now() + readerWait) == .success else {
+      throw StorageError(.busy, "all \(maxReaders) blob stream readers stayed busy for \(readerWait) s")
     }
+    let stream = BlobStream()
+    // Not a Dispatch queue: its pool is sized for work that does not block, and a few slow
+    // clients would hold every thread of it.
+    Thread.detachNewThread {
+      stream.read(blobs, blob: blob, range: range)
+      readerSlots.signal()
+    }
+    // The object store's own timeouts and retries bound this wait.
+    stream.condition.lock()
+    while stream.started == nil { stream.condition.wait() }
+    let started = stream.started!
+    stream.condition.unlock()
     _ = try started.get()
     return stream
   }
