@@ -58,12 +58,31 @@ struct StorageFaultTests {
     Issue.record("/readyz answered \(last), not \(status), for \(seconds) s")
   }
 
+  /// An event log in a temp file, and a check that no credential of `backends` reached it.
+  static func eventLog() throws -> (EventLog, String) {
+    let path = try LiveTesting.temporaryDirectory() + "/events.log"
+    return (EventLog(sink: try LogSink(appendingTo: path)), path)
+  }
+
+  static func expectNoCredential(in path: String, _ log: EventLog, _ backends: ScaleOutBackends) throws {
+    log.flush()
+    let text = try String(contentsOfFile: path, encoding: .utf8)
+    // The outage was logged (with the store's own words) …
+    #expect(text.contains("storage_unavailable") && text.contains("not ready"))
+    // … and none of it names a credential.
+    let password = try #require(URLComponents(string: backends.postgresURL)?.password)
+    for credential in [backends.s3.secretAccessKey, backends.s3.accessKeyId, password] {
+      #expect(!text.contains(credential))
+    }
+  }
+
   @Test func aStoppedObjectStoreAnswers503AndTheNodeRecoversWhenItIsBack() throws {
     let seaweed = try SeaweedFS.start()
     defer { seaweed.stop() }
     let backends = try ScaleOutBackends.make(
       seaweed: seaweed, label: "s3fault", timeouts: Self.timeouts, attempts: 2)
-    let node = try AttachmentServer { backends.apply(&$0) }
+    let (log, logPath) = try Self.eventLog()
+    let node = try AttachmentServer(eventLog: log) { backends.apply(&$0) }
     defer { node.stop() }
     let stored = try Self.store(3, on: node, seed: 300)
     try Self.expectReadiness(node, 200, within: 5)
@@ -88,6 +107,7 @@ struct StorageFaultTests {
       file: try DistinctImages.file(seed: 310), headers: ["Idempotency-Key: retry-310"])
     #expect(retried.status == 201 && retried.headers["idempotent-replayed"] == nil)
     #expect(try backends.blobs().count == 4)
+    try Self.expectNoCredential(in: logPath, log, backends)
   }
 
   @Test func aFrozenObjectStoreTimesOutAs503WithinTheConfiguredTimeouts() throws {
@@ -116,7 +136,8 @@ struct StorageFaultTests {
   @Test func aStoppedIndexServerAnswers503AndTheNodeRecoversWhenItIsBack() throws {
     let postgres = try PostgresServer()
     let backends = try ScaleOutBackends.make(postgres: postgres, label: "pgfault")
-    let node = try AttachmentServer { backends.apply(&$0, postgresTimeout: 1) }
+    let (log, logPath) = try Self.eventLog()
+    let node = try AttachmentServer(eventLog: log) { backends.apply(&$0, postgresTimeout: 1) }
     defer { node.stop() }
     let stored = try Self.store(3, on: node, seed: 400)
     try Self.expectReadiness(node, 200, within: 5)
@@ -139,5 +160,6 @@ struct StorageFaultTests {
       file: try DistinctImages.file(seed: 410), headers: ["Idempotency-Key: retry-410"])
     #expect(retried.status == 201 && retried.headers["idempotent-replayed"] == nil)
     #expect(try backends.blobs().count == 4)
+    try Self.expectNoCredential(in: logPath, log, backends)
   }
 }
