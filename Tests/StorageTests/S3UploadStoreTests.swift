@@ -8,8 +8,9 @@ import Testing
 
 /// What the conformance suite's small uploads do not reach: real 5 MiB parts of a multipart
 /// upload, written across nodes and takeovers, assembled at completion; the objects an upload
-/// leaves behind when it is processed, cancelled or expired; and leftovers no row owns.
-@Suite(.timeLimit(.minutes(2))) struct S3UploadStoreTests {
+/// leaves behind when it is processed, cancelled or expired; and leftovers no row owns. Serial:
+/// each moves tens of MiB through the servers, which other suites share.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct S3UploadStoreTests {
   static let mebibyte = 1 << 20
   /// Buffers of 1 MiB (the default), commits every 2 MiB: a part spans several commits.
   static let configuration = UploadStoreConfiguration(
