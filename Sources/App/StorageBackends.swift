@@ -49,7 +49,8 @@ public struct StorageBackends: Sendable {
       let uploads = try FileUploadStore(
         dataDirectory: directory, index: index, configuration: uploadConfiguration, now: now)
       return StorageBackends(
-        attachments: store, uploads: uploads, probe: StorageProbe(check: store.checkWritable), isShared: false,
+        attachments: store, uploads: uploads, probe: StorageProbe(check: store.checkWritable),
+        isShared: false,
         recovery: uploads.recovery)
     case (.s3, let indexBackend):
       let blobs = try S3BlobStore(
