@@ -24,6 +24,8 @@ RUN useradd --system --uid 10001 --home-dir /var/lib/attachd --create-home attac
 COPY --from=build /attachd /usr/local/bin/attachd
 COPY Config /etc/attachd
 USER attachd
+# The data directory: blobs and the SQLite index by default; with ATTACHD_STORAGE_BACKEND=s3 and
+# ATTACHD_INDEX_BACKEND=postgres (docker-compose.yml) only this node's temporary files.
 VOLUME ["/var/lib/attachd"]
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \

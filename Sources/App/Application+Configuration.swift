@@ -8,6 +8,7 @@ extension Application {
   public struct Configuration: Sendable, Equatable {
     public var server = ServerOptions()
     public var storage = StorageOptions()
+    public var index = IndexOptions()
     public var auth = Authenticator.Configuration()
     public var limits = LimitOptions()
     public var signing = SignedURL.Configuration()
@@ -22,6 +23,12 @@ extension Application {
     public func validate() throws(ConfigurationError) {
       try server.validate()
       try storage.validate()
+      try index.validate()
+      // A shared index naming blobs only one node's disk holds would break every other node.
+      if storage.backend == .filesystem && index.backend == .postgres {
+        throw ConfigurationError(
+          "index.backend postgres needs storage.backend s3: blobs in a data directory are one node's alone")
+      }
       try auth.validate()
       try limits.validate()
       try signing.validate()
@@ -107,13 +114,19 @@ extension Application {
 
   /// Where attachments and the index live.
   public struct StorageOptions: Sendable, Equatable {
-    /// Directory for blobs and the index; created at start-up when missing.
+    /// Directory for blobs and the index; created at start-up when missing. With the `s3`
+    /// backend it holds only this node's temporary files.
     public var dataDirectory = "./data"
+    /// Where blobs (and resumable uploads' bytes) go.
+    public var backend = BlobBackend.filesystem
+    /// The bucket, when `backend` is `s3`.
+    public var s3 = S3Options()
 
     public init() {}
 
     public func validate() throws(ConfigurationError) {
       guard !dataDirectory.isEmpty else { throw ConfigurationError("storage.dataDir must not be empty") }
+      if backend == .s3 { try s3.validate() }
     }
   }
 

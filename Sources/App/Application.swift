@@ -59,6 +59,10 @@ public final class Application: HTTPHandler {
   public let storageFailure: String?
   /// tus 1.0 at `/v1/tus`; nil when storage could not be opened.
   let tus: TusService?
+  /// True when storage failed to open because a backend could not be reached (worth a retry).
+  public let storageUnavailable: Bool
+  /// The stores (attachments, uploads, readiness probe); nil when they could not be opened.
+  public let backends: StorageBackends?
   let sweeper: Sweeper?
   let router: Router<Route>
   let requestIDs = RequestIDs()
@@ -116,36 +120,35 @@ public final class Application: HTTPHandler {
       else {
         throw AppError.notReady(reason: "data directory \(configuration.storage.dataDirectory) is missing")
       }
-      var storeConfiguration = AttachmentStore.Configuration()
-      storeConfiguration.defaultRetention = TimeInterval(options.retention)
+      let backends = try StorageBackends.open(
+        configuration, node: StorageBackends.nodeName(port: configuration.server.port))
+      let store = backends.attachments
       let directory = configuration.storage.dataDirectory
-      // One index for attachments and uploads: one SQLite file, one writer lock, one WAL.
-      let index = try SQLiteIndex(configuration: SQLiteIndex.Configuration(path: directory + "/index.sqlite"))
-      let store = try AttachmentStore.embedded(
-        directory: directory, index: index, configuration: storeConfiguration)
-      let uploadStore = try FileUploadStore(
-        dataDirectory: directory, index: index, configuration: configuration.uploads.storeConfiguration())
-      Self.logRecovery(uploadStore.recovery, eventLog: eventLog)
+      Self.logRecovery(backends.recovery, eventLog: eventLog)
       for (tenant, seconds) in options.tenantRetention.sorted(by: { $0.key < $1.key }) {
         try store.setRetention(TimeInterval(seconds), tenant: tenant)
       }
       let pipeline = try Pipeline(configuration: options.pipelineConfiguration())
-      let engine = UploadEngine(store: uploadStore, options: configuration.uploads)
+      let engine = UploadEngine(store: backends.uploads, options: configuration.uploads)
       let service = AttachmentService(
         store: store, pipeline: pipeline, access: control, metrics: metrics, options: options,
         uploads: engine, eventLog: eventLog)
       let tusService = try TusService(attachments: service, scratchDirectory: directory)
       attachments = service
       tus = tusService
+      self.backends = backends
       sweeper = Sweeper(
-        store: store, uploads: uploadStore, interval: Double(options.sweepInterval), eventLog: eventLog)
+        store: store, uploads: backends.uploads, interval: Double(options.sweepInterval), eventLog: eventLog)
       storageFailure = nil
+      storageUnavailable = false
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
     } catch {
       attachments = nil
       tus = nil
+      backends = nil
       sweeper = nil
       storageFailure = String(describing: error)
+      storageUnavailable = (error as? StorageError)?.code == .unavailable
     }
   }
 
@@ -177,7 +180,7 @@ public final class Application: HTTPHandler {
     let match = router.match(method: method, path: head.path)
     if isTus, case .found(let route, let parameters) = match {
       context.route = route.template
-      guard let tus else { return storageUnavailable(context) }
+      guard let tus else { return storageNotOpen(context) }
       return tus.head(head, method: method, id: parameters["id"], context: context)
     }
     if case .found(.upload, _) = match, head.headers.contains(name: "Tus-Resumable") {
@@ -187,7 +190,7 @@ public final class Application: HTTPHandler {
       for (name, value) in TusProtocol.responseHeaders {
         context.responseHeaders.add(name: name, value: value)
       }
-      guard let tus else { return storageUnavailable(context) }
+      guard let tus else { return storageNotOpen(context) }
       return tus.head(head, method: TusProtocol.method(of: head), id: nil, context: context)
     }
     if case .found(let route, _) = match {
@@ -198,7 +201,7 @@ public final class Application: HTTPHandler {
     if case .found(let route, let parameters) = match,
       [.upload, .image, .meta, .delete, .uploadResource, .uploadOptions].contains(route)
     {
-      guard let attachments else { return storageUnavailable(context) }
+      guard let attachments else { return storageNotOpen(context) }
       let id = parameters["id"] ?? ""
       switch route {
       case .upload: return attachments.uploadHead(head, context: context)
@@ -233,19 +236,24 @@ public final class Application: HTTPHandler {
   }
 
   /// 503 `not_ready` for a route that needs the storage that could not be opened.
-  func storageUnavailable(_ context: RequestContext) -> HeadDecision {
+  func storageNotOpen(_ context: RequestContext) -> HeadDecision {
     .respond(
       ErrorTable.response(
         for: AppError.notReady(reason: storageFailure ?? "storage"), requestID: context.requestID,
         log: eventLog))
   }
 
-  /// 200 when ready (data directory and storage writable, not draining), else 503
-  /// problem+json with `Retry-After`.
+  /// 200 when ready (data directory and the storage backends writable, not draining), else
+  /// 503 problem+json with `Retry-After`. The backends' answer is cached briefly
+  /// (`StorageProbe`), so it follows a backend going down or coming back within seconds.
   func readinessResponse(requestID: String) -> HTTPResponse {
     var problem = readiness.check()
-    if problem == nil, attachments?.store.isWritable() != true {
-      problem = .notReady(reason: storageFailure ?? "storage is not writable")
+    if problem == nil {
+      if let backends {
+        if let reason = backends.probe.problem() { problem = .notReady(reason: reason) }
+      } else {
+        problem = .notReady(reason: storageFailure ?? "storage is not open")
+      }
     }
     guard let problem else { return Self.ready }
     if case .notReady(let reason) = problem {

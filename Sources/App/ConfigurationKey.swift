@@ -89,6 +89,58 @@ public struct ConfigurationKey: Sendable {
       "storage.dataDir", env: "ATTACHD_DATA_DIR", flag: "--data-dir",
       summary: "directory for attachments and the index", \.storage.dataDirectory),
     ConfigurationKey(
+      path: "storage.backend", environment: "ATTACHD_STORAGE_BACKEND", flag: nil, defaultText: "filesystem",
+      summary: "where blobs go: filesystem (storage.dataDir) or s3 (storage.s3.*)",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config.storage.backend = try value.choice(of: Application.BlobBackend.self)
+      }),
+    .text(
+      "storage.s3.endpoint", env: "ATTACHD_S3_ENDPOINT", flag: nil,
+      summary: "S3 endpoint, http(s)://host[:port] (path-style requests)", \.storage.s3.endpoint),
+    .text(
+      "storage.s3.bucket", env: "ATTACHD_S3_BUCKET", flag: nil, summary: "S3 bucket", \.storage.s3.bucket),
+    .text(
+      "storage.s3.region", env: "ATTACHD_S3_REGION", flag: nil, summary: "region signed for",
+      \.storage.s3.region),
+    .secret(
+      "storage.s3.accessKeyId", env: "ATTACHD_S3_ACCESS_KEY_ID", summary: "S3 access key id (never logged)",
+      \.storage.s3.accessKeyId),
+    .secret(
+      "storage.s3.secretAccessKey", env: "ATTACHD_S3_SECRET_ACCESS_KEY",
+      summary: "S3 secret access key (never logged)", \.storage.s3.secretAccessKey),
+    .seconds(
+      "storage.s3.connectTimeout", env: "ATTACHD_S3_CONNECT_TIMEOUT", flag: nil,
+      summary: "seconds to connect to S3, per attempt", \.storage.s3.connectTimeout),
+    .seconds(
+      "storage.s3.idleTimeout", env: "ATTACHD_S3_IDLE_TIMEOUT", flag: nil,
+      summary: "seconds an S3 transfer may stall, per attempt", \.storage.s3.idleTimeout),
+    .seconds(
+      "storage.s3.requestTimeout", env: "ATTACHD_S3_REQUEST_TIMEOUT", flag: nil,
+      summary: "seconds for one whole S3 attempt", \.storage.s3.requestTimeout),
+    .integer(
+      "storage.s3.maxAttempts", env: "ATTACHD_S3_MAX_ATTEMPTS", flag: nil,
+      summary: "attempts per S3 request (network errors, timeouts and 5xx are retried)", range: 1...20,
+      \.storage.s3.maxAttempts),
+    ConfigurationKey(
+      path: "index.backend", environment: "ATTACHD_INDEX_BACKEND", flag: nil, defaultText: "sqlite",
+      summary: "where the index goes: sqlite (storage.dataDir) or postgres (index.postgres.url)",
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config.index.backend = try value.choice(of: Application.IndexBackend.self)
+      }),
+    .secret(
+      "index.postgres.url", env: "ATTACHD_POSTGRES_URL",
+      summary: "libpq URI postgresql://user:password@host:5432/db (never logged; the password shows as ***)",
+      \.index.postgresURL),
+    .integer(
+      "index.postgres.poolSize", env: "ATTACHD_POSTGRES_POOL_SIZE", flag: nil,
+      summary: "PostgreSQL connections per node at most", range: 1...1000, \.index.postgresPoolSize),
+    .seconds(
+      "index.postgres.connectTimeout", env: "ATTACHD_POSTGRES_CONNECT_TIMEOUT", flag: nil,
+      summary: "seconds to open a PostgreSQL connection", \.index.postgresConnectTimeout),
+    .seconds(
+      "index.postgres.statementTimeout", env: "ATTACHD_POSTGRES_STATEMENT_TIMEOUT", flag: nil,
+      summary: "seconds a statement may run before the server cancels it", \.index.postgresStatementTimeout),
+    ConfigurationKey(
       path: "auth.apiKeys", environment: "ATTACHD_API_KEYS", flag: nil, defaultText: "none",
       summary: "comma-separated tenant:key pairs (JSON: array of \"tenant:key\" strings)",
       set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
@@ -261,6 +313,18 @@ public struct ConfigurationKey: Sendable {
       })
   }
 
+  /// A credential or a URL holding one: its default shows as "none", and no message ever
+  /// repeats its value.
+  static func secret(
+    _ path: String, env: String, summary: String, _ field: WritableKeyPath<Configuration, String> & Sendable
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      path: path, environment: env, flag: nil, defaultText: "none", summary: summary,
+      set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
+        config[keyPath: field] = try value.text()
+      })
+  }
+
   static func integer(
     _ path: String, env: String, flag: String?, summary: String, range: ClosedRange<Int>,
     _ field: WritableKeyPath<Configuration, Int> & Sendable
@@ -311,6 +375,18 @@ enum ConfigurationValue: Sendable {
     case .json(.string(let s)): return s
     case .json: throw ConfigurationError("expected a string")
     }
+  }
+
+  /// One of an enumeration's raw values, e.g. `filesystem` or `s3`.
+  func choice<Choice: RawRepresentable & CaseIterable>(of type: Choice.Type) throws(ConfigurationError)
+    -> Choice
+  where Choice.RawValue == String {
+    let text = try self.text().trimmingASCIIWhitespace()
+    guard let choice = Choice(rawValue: String(text)) else {
+      let names = Choice.allCases.map(\.rawValue).joined(separator: " or ")
+      throw ConfigurationError("must be \(names), not \"\(text.prefix(40))\"")
+    }
+    return choice
   }
 
   func integer() throws(ConfigurationError) -> Int {

@@ -59,16 +59,31 @@ public enum ConfigurationLoader {
       guard case .object(let members) = section else {
         throw ConfigurationError("\(source): \(sectionName) must be an object")
       }
-      for (name, value) in members.sorted(by: { $0.key < $1.key }) where !name.hasPrefix("_") {
-        let path = "\(sectionName).\(name)"
-        guard let key = ConfigurationKey.named(path) else {
-          throw ConfigurationError("\(source): unknown key \(path)")
+      try applyMembers(members, under: sectionName, source: source, to: &config)
+    }
+  }
+
+  /// Applies a section's members; an object that is not a key's value is a nested section
+  /// (`"storage": {"s3": {"bucket": …}}` sets `storage.s3.bucket`).
+  private static func applyMembers(
+    _ members: [String: JSONValue], under prefix: String, source: String,
+    to config: inout Application.Configuration
+  ) throws(ConfigurationError) {
+    for (name, value) in members.sorted(by: { $0.key < $1.key }) where !name.hasPrefix("_") {
+      let path = "\(prefix).\(name)"
+      guard let key = ConfigurationKey.named(path) else {
+        if case .object(let nested) = value,
+          ConfigurationKey.all.contains(where: { $0.path.hasPrefix(path + ".") })
+        {
+          try applyMembers(nested, under: path, source: source, to: &config)
+          continue
         }
-        do {
-          try key.set(&config, .json(value))
-        } catch {
-          throw error.prefixed("\(source): \(path)")
-        }
+        throw ConfigurationError("\(source): unknown key \(path)")
+      }
+      do {
+        try key.set(&config, .json(value))
+      } catch {
+        throw error.prefixed("\(source): \(path)")
       }
     }
   }

@@ -12,14 +12,6 @@ extension SQLiteIndex {
     lease_wanted
     """
 
-  /// What a flush's offset commit found.
-  enum UploadCommit: Equatable {
-    /// Committed; `wanted` when a request of another instance asks for the lease.
-    case committed(wanted: Bool)
-    /// The lease is not this writer's any more (taken after expiry, or the upload is gone).
-    case lost
-  }
-
   func insertUpload(_ record: UploadRecord) throws {
     let values = Self.uploadValues(record)
     let placeholders = Array(repeating: "?", count: values.count).joined(separator: ", ")

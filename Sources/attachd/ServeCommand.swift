@@ -7,6 +7,8 @@ import Server
 enum ServeCommand {
   /// Exit status for an unusable configuration (sysexits.h EX_CONFIG).
   static let exitConfig: Int32 = 78
+  /// Exit status when a storage server cannot be reached at start (sysexits.h EX_UNAVAILABLE).
+  static let exitUnavailable: Int32 = 69
 
   static func run(_ arguments: [String]) -> Int32 {
     MallocTuning.keepFreedBuffersForReuse()
@@ -43,9 +45,9 @@ enum ServeCommand {
       configuration: configuration, accessLog: AccessLog(sink: accessSink),
       eventLog: EventLog(sink: .standardError))
     if let failure = application.storageFailure {
-      CLI.printError(
-        "attachd serve: cannot open storage in \(configuration.storage.dataDirectory): \(failure)")
-      return exitConfig
+      CLI.printError("attachd serve: cannot open storage (\(configuration.storageSummary)): \(failure)")
+      // A server that is down or not up yet is worth a restart later; anything else needs a fix.
+      return application.storageUnavailable ? exitUnavailable : exitConfig
     }
     // A parent may have started us with SIGTERM/SIGINT blocked (threads of libdispatch block
     // them, and posix_spawn passes the mask on); blocked, they would never start the drain.
@@ -68,7 +70,8 @@ enum ServeCommand {
       "listening",
       fields: [
         ("address", "\(configuration.server.host):\(server.localPort)"),
-        ("data_dir", configuration.storage.dataDirectory), ("version", Application.version),
+        ("data_dir", configuration.storage.dataDirectory), ("storage", configuration.storageSummary),
+        ("version", Application.version),
       ])
     defer {
       application.accessLog.flush()

@@ -29,6 +29,31 @@ import Testing
     #expect(entry.headers.first(name: "Retry-After") == retryAfter)
   }
 
+  @Test(
+    arguments: [
+      (
+        StorageError(.unavailable, "S3 PUT blobs/ab/cd/…: connection refused"), 503, "storage_unavailable",
+        "5"
+      ),
+      (StorageError(.busy, "all 8 PostgreSQL connections stayed in use"), 503, "storage_busy", "5"),
+      (StorageError(.io, "S3 PUT: HTTP 403 AccessDenied"), 500, "storage_error", nil),
+    ] as [(StorageError, Int, String, String?)])
+  func storageErrorsThatPassWithTimeAskTheClientToRetry(
+    error: StorageError, status: Int, code: String, retryAfter: String?
+  ) throws {
+    let response = ErrorTable.response(for: error, requestID: "req-2", log: nil)
+    #expect(response.status == status)
+    #expect(response.headers.first(name: "Retry-After") == retryAfter)
+    guard case .bytes(let body) = response.body else {
+      Issue.record("no body")
+      return
+    }
+    let text = String(decoding: body, as: UTF8.self)
+    #expect(text.contains(#""code":"\#(code)""#))
+    // What the store said stays in the log.
+    #expect(!text.contains("S3") && !text.contains("PostgreSQL"))
+  }
+
   @Test func everyPipelineCodeHasItsOwnRow() {
     // A new pipeline code without a row would reach clients as a 500.
     for code in PipelineError.allCodes where code != "internal" {

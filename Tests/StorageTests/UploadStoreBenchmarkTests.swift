@@ -54,7 +54,7 @@ struct UploadStoreBenchmarkTests {
   }
 
   /// One upload of `bytes` through a store writer, in 64 KiB slices, flushing when asked.
-  private static func storeUpload(_ bytes: [UInt8], store: FileUploadStore) throws -> Double {
+  private static func storeUpload(_ bytes: [UInt8], store: any UploadStore) throws -> Double {
     let upload = try store.create(
       NewUpload(
         tenant: "bench", length: bytes.count, maxLength: bytes.count, protocolName: "bench", lifetime: 3_600))
@@ -106,6 +106,51 @@ struct UploadStoreBenchmarkTests {
           variant.name, commit >> 20, megabytes / bare, megabytes / stored, bare / stored)
         print(line)
       }
+    }
+  }
+
+  /// The S3 + PostgreSQL store against the floor of its own design: the same bytes sent as
+  /// 5 MiB parts of one multipart upload, nothing else. What the store adds is a tail object
+  /// per commit (the bytes past the last part, up to 5 MiB) and the row's statements.
+  @Test func s3AppendThroughputAgainstBareMultipartParts() throws {
+    let bytes = sampleBytes(Self.megabytes << 20, seed: 3)
+    let megabytes = Double(bytes.count) / Double(1 << 20)
+    let directory = try Self.directory()
+    let backing = try S3UploadBacking.forDirectory(directory.path)
+    let index = try PostgresIndex(url: backing.url)
+    let part = S3Client.minimumPartSize
+    print(
+      "upload bench: S3 + PostgreSQL, \(Self.megabytes) MiB per run, 1 MiB buffer; bare = 5 MiB parts only")
+    for commit in [8 << 20, 32 << 20] {
+      let store = try S3UploadStore(
+        client: backing.client, index: index,
+        settings: S3UploadStore.Settings(
+          keyPrefix: backing.keyPrefix, temporaryDirectory: directory.path + "/tmp", node: "bench"),
+        configuration: UploadStoreConfiguration(writeBufferBytes: 1 << 20, commitBytes: commit))
+      var bare = Double.infinity
+      var stored = Double.infinity
+      for _ in 0..<Self.rounds {
+        bare = min(
+          bare,
+          try Self.seconds {
+            let upload = try backing.client.createMultipartUpload(backing.keyPrefix + "bare")
+            try bytes.withUnsafeBytes { all in
+              for (index, start) in stride(from: 0, to: all.count, by: part).enumerated() {
+                let chunk = UnsafeRawBufferPointer(rebasing: all[start..<min(start + part, all.count)])
+                _ = try backing.client.uploadPart(upload, number: index + 1, body: .bytes(chunk))
+              }
+            }
+            try backing.client.abortMultipartUpload(upload)
+          })
+        stored = min(stored, try Self.storeUpload(bytes, store: store))
+      }
+      // The tails a commit every `commit` bytes writes: what lies past the last part each time.
+      let tails = stride(from: commit, through: bytes.count, by: commit).reduce(0) { $0 + $1 % part }
+      print(
+        String(
+          format:
+            "S3 commit every %2d MiB: bare %6.1f MiB/s  store %6.1f MiB/s  ratio %.2f  tails PUT %.0f MiB",
+          commit >> 20, megabytes / bare, megabytes / stored, bare / stored, Double(tails) / Double(1 << 20)))
     }
   }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 
 /// Opens one `UploadStore` implementation; the conformance suite runs once per factory.
@@ -16,7 +17,20 @@ struct UploadStoreFactory: Sendable, CustomTestStringConvertible {
       throws -> any UploadStore
   var testDescription: String { name }
 
-  // Add the S3 + PostgreSQL store here when it exists: every test below must pass unchanged.
+  /// Bytes in S3 (the shared SeaweedFS), state in PostgreSQL (the shared server): node "a" for
+  /// a first opening and its restarts, node "b" for a peer, over one schema and key prefix per
+  /// test directory.
+  static let s3 = UploadStoreFactory(name: "S3UploadStore") { directory, clock, configuration, peer in
+    let backing = try S3UploadBacking.forDirectory(directory)
+    let node = peer ? "b" : "a"
+    return try S3UploadStore(
+      client: backing.client, index: PostgresIndex(url: backing.url),
+      settings: S3UploadStore.Settings(
+        keyPrefix: backing.keyPrefix, temporaryDirectory: directory + "/tmp-" + node, node: node),
+      configuration: configuration, now: clock.closure)
+  }
+
+  // Every test of the suite passes unchanged on each.
   static let all: [UploadStoreFactory] = [
     UploadStoreFactory(name: "FileUploadStore") { directory, clock, configuration, peer in
       try FileUploadStore(
@@ -29,6 +43,7 @@ struct UploadStoreFactory: Sendable, CustomTestStringConvertible {
         index: SQLiteIndex(configuration: .init(path: directory + "/index.sqlite", synchronous: .normal)),
         configuration: configuration, exclusive: !peer, now: clock.closure)
     },
+    s3,
   ]
 
   /// Small buffers, so that tests cross many flush boundaries with little data.
@@ -101,4 +116,27 @@ final class CallCounter: Sendable {
   private let value = Mutex(0)
   func increment() { value.withLock { $0 += 1 } }
   var count: Int { value.withLock { $0 } }
+}
+
+/// The PostgreSQL schema and the key prefix in the shared bucket that stand for one test
+/// directory's "disk" in the S3 factory: made on first use, found again by later openings.
+struct S3UploadBacking: Sendable {
+  let url: String
+  let client: S3Client
+  let keyPrefix: String
+
+  private static let known = Mutex<[String: S3UploadBacking]>([:])
+
+  static func forDirectory(_ directory: String) throws -> S3UploadBacking {
+    if let found = known.withLock({ $0[directory] }) { return found }
+    let made = S3UploadBacking(
+      url: try PostgresTestDatabase.freshURL(),
+      client: try S3Client(configuration: SharedBucket.configuration("uploads")),
+      keyPrefix: SharedBucket.uniquePrefix("uploads"))
+    return known.withLock { known in
+      if let found = known[directory] { return found }
+      known[directory] = made
+      return made
+    }
+  }
 }

@@ -178,8 +178,14 @@ extension AttachmentService {
     let body: HTTPResponse.Body
     if let path = store.blobs.path(for: record.blob) {
       body = .file(path: path, offset: UInt64(offset), length: UInt64(length))
+    } else if head.method == "HEAD" {
+      body = .stream(length: UInt64(length), producer: BlobStream.unread())
     } else {
-      do { body = .bytes(try store.blobs.read(record.blob, range: offset..<(offset + length))) } catch {
+      // No local file (S3): streamed from the object store, never held whole.
+      do {
+        let stream = try BlobStream.open(store.blobs, blob: record.blob, range: offset..<(offset + length))
+        body = .stream(length: UInt64(length), producer: stream)
+      } catch {
         return problem(error, context)
       }
     }

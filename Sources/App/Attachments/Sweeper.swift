@@ -2,8 +2,9 @@ import Foundation
 import Storage
 import Synchronization
 
-/// A background thread that calls `store.sweep()` (and deletes expired uploads with their
-/// spooled bytes) every `interval` seconds until stopped.
+/// A background thread that calls `store.sweep()` (and deletes expired uploads, aborting their
+/// multipart uploads on S3) every `interval` seconds until stopped. Nodes sharing an index may
+/// all sweep at once: every row and blob goes exactly once (see `AttachmentIndex`).
 public final class Sweeper: Sendable {
   private let store: AttachmentStore
   private let uploads: (any UploadStore)?
@@ -38,11 +39,12 @@ public final class Sweeper: Sendable {
   public func sweepOnce() {
     do {
       let report = try store.sweep()
+      let expiredUploads = try uploads?.deleteAllExpired() ?? 0
       eventLog.info(
         "swept",
         fields: [
           ("expired", String(report.expiredAttachments)), ("blobs_deleted", String(report.deletedBlobs)),
-          ("bytes_deleted", String(report.deletedBlobBytes)),
+          ("bytes_deleted", String(report.deletedBlobBytes)), ("uploads_expired", String(expiredUploads)),
         ])
     } catch {
       eventLog.warning("sweep failed", fields: [("detail", String(describing: error))])

@@ -94,6 +94,45 @@ extension PostgresIndex {
       PRIMARY KEY (attachment, profile)
     );
     """,
+    // 4: resumable uploads of `S3UploadStore`: state, offset and writer lease per upload (as
+    // SQLite's `uploads` table), where its bytes are in the object store (the multipart upload,
+    // its committed parts, the tail object past them), and the parts' ETags for completion.
+    """
+    CREATE TABLE uploads (
+      id text PRIMARY KEY,
+      tenant text NOT NULL,
+      owner text,
+      protocol text NOT NULL,
+      metadata bytea NOT NULL,
+      length bigint,
+      max_length bigint NOT NULL,
+      received bigint NOT NULL,
+      state text NOT NULL CHECK (state IN ('receiving', 'completed', 'processed')),
+      result_attachment text,
+      result_status integer,
+      result_headers text,
+      result_body bytea,
+      created_at bigint NOT NULL,
+      expires_at bigint NOT NULL,
+      lease_holder text,
+      lease_expires_at_ms bigint,
+      lease_wanted boolean NOT NULL DEFAULT false,
+      part_size bigint NOT NULL,
+      multipart_upload_id text,
+      parts_count integer NOT NULL DEFAULT 0,
+      parts_bytes bigint NOT NULL DEFAULT 0,
+      tail_key text,
+      assembled boolean NOT NULL DEFAULT false
+    );
+    CREATE INDEX uploads_by_expiry ON uploads (expires_at);
+    CREATE TABLE upload_parts (
+      upload_id text NOT NULL REFERENCES uploads (id) ON DELETE CASCADE,
+      number integer NOT NULL,
+      etag text NOT NULL,
+      size bigint NOT NULL,
+      PRIMARY KEY (upload_id, number)
+    );
+    """,
   ]
 
   // pg_advisory_xact_lock key for migrations: "attachd" in ASCII. Every node takes it before

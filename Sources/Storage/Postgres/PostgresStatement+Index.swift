@@ -5,16 +5,17 @@ import Foundation
 // table's statements are added here and to `all`.
 extension PostgresStatement {
   /// Every registered statement (a test prepares each against the current schema).
-  static let all: [PostgresStatement] = [
-    setLocalStatementTimeout, advisoryTransactionLock, schemaVersion, schemaVersionInsert,
-    insertAttachment, attachment, tenantOfAttachment, deleteAttachment, deleteExpiredAttachments,
-    lockBlobsInOrder, releaseBlobReferences, referenceCount, statistics,
-    setRetention, clearRetention, retention, checkWritable,
-    claimIdempotent, readIdempotent, completeIdempotent, abandonIdempotent, purgeIdempotent,
-    pinBlob, unpinBlob, purgeBlobPins, unreferencedBlobs, ensureBlobRow, lockBlob, blobStillNeeded,
-    forgetBlob, ensureUsageCounter, lockUsageCounter, setUsageCounter, releaseUsage, usage, purgeUsage,
-    deleteRenditionsOf, lockLiveAttachment, insertRendition, addBlobReference, rendition, renditionsOf,
-  ]
+  static let all: [PostgresStatement] =
+    [
+      setLocalStatementTimeout, advisoryTransactionLock, schemaVersion, schemaVersionInsert,
+      insertAttachment, attachment, tenantOfAttachment, deleteAttachment, deleteExpiredAttachments,
+      lockBlobsInOrder, releaseBlobReferences, referenceCount, statistics,
+      setRetention, clearRetention, retention, checkWritable,
+      claimIdempotent, readIdempotent, completeIdempotent, abandonIdempotent, purgeIdempotent,
+      pinBlob, unpinBlob, purgeBlobPins, unreferencedBlobs, ensureBlobRow, lockBlob, blobStillNeeded,
+      forgetBlob, ensureUsageCounter, lockUsageCounter, setUsageCounter, releaseUsage, usage, purgeUsage,
+      deleteRenditionsOf, lockLiveAttachment, insertRendition, addBlobReference, rendition, renditionsOf,
+    ] + uploadStatements
 
   // MARK: - Schema
 

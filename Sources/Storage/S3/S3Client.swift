@@ -231,6 +231,15 @@ public final class S3Client: Sendable {
       let hash = try sha256 ?? Self.hashFile(descriptor, path: path, window: window)
       return try run(
         .file(descriptor: descriptor, path: path, offset: window.lowerBound, count: window.count), hash)
+    case .descriptor(let descriptor, let window):
+      let path = "(open file \(descriptor))"
+      let size = Int(try FileSystem.status(descriptor, path: path).st_size)
+      guard window.lowerBound >= 0, window.upperBound <= size else {
+        throw StorageError(.invalidArgument, "range \(window) is outside \(path) (\(size) bytes)")
+      }
+      let hash = try sha256 ?? Self.hashFile(descriptor, path: path, window: window)
+      return try run(
+        .file(descriptor: descriptor, path: path, offset: window.lowerBound, count: window.count), hash)
     }
   }
 

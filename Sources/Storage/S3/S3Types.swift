@@ -9,6 +9,9 @@ public enum S3Body {
   case bytes(UnsafeRawBufferPointer)
   /// The bytes of a file, or of `range` within it; read twice (hashed, then sent).
   case file(path: String, range: Range<Int>? = nil)
+  /// The bytes in `range` of an open file (e.g. an unlinked temporary file); the caller keeps
+  /// the descriptor open through the call. Read twice, as `file`.
+  case descriptor(Int32, range: Range<Int>)
 }
 
 /// What S3 reports about one stored object.

@@ -7,7 +7,7 @@ extension FileUploadStore {
   ) throws -> any UploadWriter {
     guard Self.isUploadID(id) else { throw StorageError(.notFound, "no upload \(id)") }
     let token = UploadRecord.newToken(instance: instance)
-    return try takingOver(id) { holder -> FileUploadWriter? in
+    return try slots.takingOver(id, configuration: configuration) { holder -> BufferedUploadWriter? in
       let now = self.now
       let expiry = now.addingTimeInterval(configuration.leaseDuration)
       let taken = try index.updateUpload(id: id, tenant: tenant, now: now) { record in
@@ -34,8 +34,10 @@ extension FileUploadStore {
         releaseLease(id, token: token, offset: upload.offset)
         throw error
       }
-      let writer = FileUploadWriter(
-        store: self, upload: upload, token: token, fd: fd, leaseExpiresAt: expiry, onPreempted: onPreempted)
+      let writer = BufferedUploadWriter(
+        slots: slots, spool: FileUploadSpool(store: self, id: id, token: token, fd: fd),
+        configuration: configuration, clock: clock, upload: upload, token: token, leaseExpiresAt: expiry,
+        onPreempted: onPreempted)
       holder.writer = writer
       return writer
     }
@@ -44,7 +46,7 @@ extension FileUploadStore {
   @discardableResult
   public func setLength(tenant: String, id: String, length: Int) throws -> UploadState {
     guard Self.isUploadID(id) else { throw StorageError(.notFound, "no upload \(id)") }
-    return try takingOver(id) { _ -> UploadState? in
+    return try slots.takingOver(id, configuration: configuration) { _ -> UploadState? in
       let now = self.now
       let outcome = try index.updateUpload(id: id, tenant: tenant, now: now) { record -> UploadState? in
         if record.leaseBinds(now: now, instance: instance) {
@@ -62,7 +64,7 @@ extension FileUploadStore {
   public func complete(tenant: String, id: String) throws -> UploadCompletion {
     guard Self.isUploadID(id) else { throw StorageError(.notFound, "no upload \(id)") }
     let token = UploadRecord.newToken(instance: instance)
-    return try takingOver(id) { _ -> UploadCompletion? in
+    return try slots.takingOver(id, configuration: configuration) { _ -> UploadCompletion? in
       let now = self.now
       let expiry = now.addingTimeInterval(configuration.leaseDuration)
       let claimed = try index.updateUpload(id: id, tenant: tenant, now: now) { record -> UploadState? in
@@ -114,37 +116,6 @@ extension FileUploadStore {
   }
 
   // MARK: - Internals
-
-  /// Runs `attempt` under the upload's lock once its in-process writer has been stopped (its
-  /// bytes committed), again every poll interval while it returns nil (a holder in another
-  /// process has been asked to let go), until the takeover wait is over.
-  ///
-  /// The stopped writer's `onPreempted` runs after the lock is released, also when `attempt` throws.
-  func takingOver<Result>(_ id: String, _ attempt: (inout UploadSlots.Holder) throws -> Result?) throws
-    -> Result
-  {
-    let clock = ContinuousClock()
-    let deadline = clock.now.advanced(by: .milliseconds(Int64(configuration.takeoverTimeout * 1000)))
-    while true {
-      var callback: (@Sendable () -> Void)?
-      let result: Result?
-      do {
-        result = try slots.withLock(id) { holder in
-          callback = holder.writer?.preempt(persist: true, holder: &holder)
-          return try attempt(&holder)
-        }
-      } catch {
-        callback?()
-        throw error
-      }
-      callback?()
-      if let result { return result }
-      guard clock.now < deadline else {
-        throw StorageError(.inProgress, "upload \(id) is held by another process past the takeover wait")
-      }
-      Thread.sleep(forTimeInterval: configuration.takeoverPollInterval)
-    }
-  }
 
   /// Opens the spool file for writing (creating it durably) and cuts off anything past
   /// `offset`. Returns the descriptor and the file's size before the cut.

@@ -42,7 +42,7 @@ public final class FileUploadStore: UploadStore {
   let slots = UploadSlots()
   /// This store's lease-token prefix: random per opening, so another store's tokens differ.
   let instance: String
-  private let clock: @Sendable () -> Date
+  let clock: @Sendable () -> Date
 
   /// Opens the store spooling under `dataDirectory/uploads`, state in `index`.
   ///
@@ -73,29 +73,7 @@ public final class FileUploadStore: UploadStore {
   // MARK: - Create, read, cancel, expire
 
   public func create(_ upload: NewUpload) throws -> UploadState {
-    guard !upload.tenant.isEmpty else { throw StorageError(.invalidArgument, "empty tenant") }
-    guard upload.maxLength >= 0, upload.lifetime >= 1 else {
-      throw StorageError(.invalidArgument, "negative maximum length or lifetime under 1 s")
-    }
-    if let length = upload.length {
-      guard length >= 0 else { throw StorageError(.invalidArgument, "negative upload length") }
-      guard length <= upload.maxLength else {
-        throw StorageError(
-          .lengthExceeded, "length \(length) over the maximum \(upload.maxLength)", offset: 0)
-      }
-    }
-    guard upload.metadata.count <= configuration.maxMetadataBytes else {
-      throw StorageError(.invalidArgument, "upload metadata over \(configuration.maxMetadataBytes) bytes")
-    }
-    // Whole seconds, so the state returned equals the one read back later.
-    let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-    var record = UploadRecord(
-      state: UploadState(
-        id: SecureRandom.identifier(prefix: "upl_"), tenant: upload.tenant, owner: upload.owner,
-        protocolName: upload.protocolName, metadata: upload.metadata, length: upload.length,
-        maxLength: upload.maxLength, offset: 0, status: .receiving, result: nil, createdAt: created,
-        expiresAt: created.addingTimeInterval(upload.lifetime.rounded(.down))),
-      leaseHolder: nil, leaseExpiresAt: nil, leaseWanted: false)
+    var record = try UploadRecord(new: upload, configuration: configuration, now: now)
     do {
       try index.insertUpload(record)
     } catch let error as StorageError where error.code == .conflict {

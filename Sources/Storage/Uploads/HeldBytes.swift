@@ -51,7 +51,7 @@ public final class HeldBytes: Sendable {
   public func spill(_ observe: (UnsafeRawBufferPointer) -> Void) throws {
     try state.withLock { state in
       guard state.buffer.count > 0 else { return }
-      state.buffer.pieces(observe)
+      state.buffer.forEachChunk(observe)
       if state.fd < 0 { state.fd = try Self.scratchFile(in: directory) }
       try state.buffer.write(to: state.fd, at: state.spilled, path: directory)
       state.spilled += state.buffer.count
@@ -61,7 +61,7 @@ public final class HeldBytes: Sendable {
 
   /// Shows the bytes still in memory to `observe` (the end of the chunk), leaving them there.
   public func observeMemory(_ observe: (UnsafeRawBufferPointer) -> Void) {
-    state.withLock { $0.buffer.pieces(observe) }
+    state.withLock { $0.buffer.forEachChunk(observe) }
   }
 
   /// Calls `body` with every held byte in order, in pieces of at most `pieceBytes` (read back
@@ -87,7 +87,7 @@ public final class HeldBytes: Sendable {
           offset += want
         }
       }
-      try state.buffer.pieces { bytes in
+      try state.buffer.forEachChunk { bytes in
         var start = 0
         while start < bytes.count {
           let end = min(bytes.count, start + pieceBytes)

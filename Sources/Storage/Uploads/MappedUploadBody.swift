@@ -1,6 +1,7 @@
 import Glibc
 
-/// A completed spool file mapped read-only: the pipeline reads the upload in place, no copy.
+/// A completed spool file (or a downloaded upload's temporary file) mapped read-only: the
+/// pipeline reads the upload in place, no copy.
 ///
 /// Safe against SIGBUS: a mapped file is never shortened. Spool files are truncated only while
 /// their upload is receiving (a writer opening, start-up recovery), and a completed upload never
@@ -11,22 +12,32 @@ final class MappedUploadBody: UploadBody, @unchecked Sendable {
   let count: Int
 
   /// Maps the first `length` bytes of the file at `path`; throws `.corrupt` when it is shorter.
-  init(path: String, length: Int) throws {
+  convenience init(path: String, length: Int) throws {
     guard length > 0 else {
       // mmap refuses a zero length; an empty upload has no file to map.
-      base = nil
-      count = 0
+      try self.init(descriptor: -1, length: 0, label: path)
       return
     }
     let fd = try FileSystem.open(path, O_RDONLY)
     defer { FileSystem.close(fd) }
-    let size = Int(try FileSystem.status(fd, path: path).st_size)
+    try self.init(descriptor: fd, length: length, label: path)
+  }
+
+  /// Maps the first `length` bytes of the open file `descriptor` (which may be closed afterwards:
+  /// the mapping keeps the file); throws `.corrupt` when it is shorter.
+  init(descriptor fd: Int32, length: Int, label: String) throws {
+    guard length > 0 else {
+      base = nil
+      count = 0
+      return
+    }
+    let size = Int(try FileSystem.status(fd, path: label).st_size)
     guard size >= length else {
-      throw StorageError(.corrupt, "spool file \(path) holds \(size) of \(length) bytes")
+      throw StorageError(.corrupt, "spool file \(label) holds \(size) of \(length) bytes")
     }
     let mapped = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0)
     guard let mapped, mapped != MAP_FAILED else {
-      throw FileSystem.error("mmap", path, errno: errno)
+      throw FileSystem.error("mmap", label, errno: errno)
     }
     // The pipeline reads all of it soon, in an order of its own (HEIF jumps between boxes and
     // tiles): read ahead now, keep what was read. Advice only: a failure changes nothing.

@@ -143,3 +143,36 @@ struct UploadRecord: Sendable, Hashable {
     token.hasPrefix(instance + ".")
   }
 }
+
+extension UploadRecord {
+  /// The row of a new upload (a fresh random id, offset 0, no lease), after checking `upload`.
+  ///
+  /// Throws `.invalidArgument` for an empty tenant, a negative length or maximum, a lifetime
+  /// under 1 s or metadata over the configured size; `.lengthExceeded` for a length above the
+  /// maximum.
+  init(new upload: NewUpload, configuration: UploadStoreConfiguration, now: Date) throws {
+    guard !upload.tenant.isEmpty else { throw StorageError(.invalidArgument, "empty tenant") }
+    guard upload.maxLength >= 0, upload.lifetime >= 1 else {
+      throw StorageError(.invalidArgument, "negative maximum length or lifetime under 1 s")
+    }
+    if let length = upload.length {
+      guard length >= 0 else { throw StorageError(.invalidArgument, "negative upload length") }
+      guard length <= upload.maxLength else {
+        throw StorageError(
+          .lengthExceeded, "length \(length) over the maximum \(upload.maxLength)", offset: 0)
+      }
+    }
+    guard upload.metadata.count <= configuration.maxMetadataBytes else {
+      throw StorageError(.invalidArgument, "upload metadata over \(configuration.maxMetadataBytes) bytes")
+    }
+    // Whole seconds, so the state returned equals the one read back later.
+    let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+    self.init(
+      state: UploadState(
+        id: SecureRandom.identifier(prefix: "upl_"), tenant: upload.tenant, owner: upload.owner,
+        protocolName: upload.protocolName, metadata: upload.metadata, length: upload.length,
+        maxLength: upload.maxLength, offset: 0, status: .receiving, result: nil, createdAt: created,
+        expiresAt: created.addingTimeInterval(upload.lifetime.rounded(.down))),
+      leaseHolder: nil, leaseExpiresAt: nil, leaseWanted: false)
+  }
+}

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// One lock per upload id in this process, held across that upload's writes, fsyncs and index
@@ -15,7 +16,7 @@ final class UploadSlots: Sendable {
   /// What the slot lock guards besides the I/O itself.
   struct Holder {
     /// The live writer, if any. Weak: a writer dropped without `close` must not stay alive here.
-    weak var writer: FileUploadWriter?
+    weak var writer: BufferedUploadWriter?
   }
 
   private struct Entry {
@@ -53,6 +54,37 @@ final class UploadSlots: Sendable {
     let slot = retain(id)
     defer { release(id) }
     return try slot.io.withLock { holder in try body(&holder) }
+  }
+
+  /// Runs `attempt` under the upload's lock once its in-process writer has been stopped (its
+  /// bytes committed), again every poll interval while it returns nil (a holder in another
+  /// process has been asked to let go), until the takeover wait is over (`.inProgress`).
+  ///
+  /// The stopped writer's `onPreempted` runs after the lock is released, also when `attempt` throws.
+  func takingOver<Result>(
+    _ id: String, configuration: UploadStoreConfiguration, _ attempt: (inout Holder) throws -> Result?
+  ) throws -> Result {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: .milliseconds(Int64(configuration.takeoverTimeout * 1000)))
+    while true {
+      var callback: (@Sendable () -> Void)?
+      let result: Result?
+      do {
+        result = try withLock(id) { holder in
+          callback = holder.writer?.preempt(persist: true, holder: &holder)
+          return try attempt(&holder)
+        }
+      } catch {
+        callback?()
+        throw error
+      }
+      callback?()
+      if let result { return result }
+      guard clock.now < deadline else {
+        throw StorageError(.inProgress, "upload \(id) is held by another process past the takeover wait")
+      }
+      Thread.sleep(forTimeInterval: configuration.takeoverPollInterval)
+    }
   }
 
   /// How many uploads have a slot now (tests check that nothing leaks).

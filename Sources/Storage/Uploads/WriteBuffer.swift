@@ -54,8 +54,8 @@ final class WriteBuffer: @unchecked Sendable {
     }
   }
 
-  /// Calls `body` with the held bytes in order (the buffer, then the overflow).
-  func pieces(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+  /// Calls `body` with the held bytes in order: the buffer's, then the overflow's (if any).
+  func forEachChunk(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
     if filled > 0 { try body(UnsafeRawBufferPointer(rebasing: storage[0..<filled])) }
     if let overflow { try body(UnsafeRawBufferPointer(overflow)) }
   }

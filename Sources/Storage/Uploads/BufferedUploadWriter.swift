@@ -1,20 +1,23 @@
 import Foundation
-import Glibc
 import Synchronization
 
-/// One request's writer on a spool file: a bounded buffer filled on the loop, written out off it,
-/// and committed (fdatasync, then the offset to the index) every `commitBytes` and at the end,
-/// under the upload's slot lock.
+/// One request's writer on an upload: a bounded buffer filled on the loop, written out to the
+/// upload's spool off it, and committed (durable, then the offset in the index) every
+/// `commitBytes` and at the end, under the upload's slot lock. Both stores use it; what
+/// "written out" and "durable" mean is the spool's (`UploadSpool`).
 ///
 /// Two locks: the slot's `io` lock (held by flush, close and a takeover, across the I/O) and
 /// this writer's `state` lock (held only to copy a slice or to read or update the counters, so
 /// `append` never waits for I/O). `flushing` tells `append` that the buffer is being written.
-final class FileUploadWriter: UploadWriter {
+final class BufferedUploadWriter: UploadWriter {
   let upload: UploadState
   /// This writer's lease token in the index.
   let token: String
-  private let store: FileUploadStore
+  private let slots: UploadSlots
   private let slot: UploadSlots.Slot
+  private let spool: any UploadSpool
+  private let configuration: UploadStoreConfiguration
+  private let clock: @Sendable () -> Date
   private let onPreempted: @Sendable () -> Void
   private let state: Mutex<State>
 
@@ -25,52 +28,54 @@ final class FileUploadWriter: UploadWriter {
   }
 
   private struct State {
-    var fd: Int32
     /// Allocated at the first bytes, never larger than what the upload can still take.
     var buffer: WriteBuffer?
-    /// Bytes acknowledged: fdatasynced, and the offset committed to the index.
+    /// Bytes acknowledged: durable, and the offset committed to the index.
     var committed: Int
-    /// Bytes written to the file after `committed`, not yet durable nor acknowledged.
+    /// Bytes written to the spool after `committed`, not yet durable nor acknowledged.
     var written = 0
     var limit: Int
     var flushing = false
     var stop: Stop?
     var current: UploadState
     var leaseExpiresAt: Date
-    var slotReleased = false
+    var released = false
 
     /// The offset the next appended byte lands at.
     var received: Int { committed + written + (buffer?.count ?? 0) }
   }
 
-  /// A writer on the open spool file `fd`, registered as the slot's holder by the caller.
+  /// A writer on `spool`, registered as the slot's holder by the caller.
   init(
-    store: FileUploadStore, upload: UploadState, token: String, fd: Int32, leaseExpiresAt: Date,
+    slots: UploadSlots, spool: any UploadSpool, configuration: UploadStoreConfiguration,
+    clock: @escaping @Sendable () -> Date, upload: UploadState, token: String, leaseExpiresAt: Date,
     onPreempted: @escaping @Sendable () -> Void
   ) {
-    self.store = store
+    self.slots = slots
     // Kept in the table while this writer lives; given back by `finish` or `deinit`.
-    self.slot = store.slots.retain(upload.id)
+    self.slot = slots.retain(upload.id)
+    self.spool = spool
+    self.configuration = configuration
+    self.clock = clock
     self.upload = upload
     self.token = token
     self.onPreempted = onPreempted
     self.state = Mutex(
-      State(
-        fd: fd, committed: upload.offset, limit: upload.limit, current: upload, leaseExpiresAt: leaseExpiresAt
-      ))
+      State(committed: upload.offset, limit: upload.limit, current: upload, leaseExpiresAt: leaseExpiresAt))
   }
 
   deinit {
     // Dropped without `close`: free what is held; the lease in the index is recognised as this
     // instance's dead writer by the next request. No slot lock here (it may be held by the
     // thread that dropped the last reference).
-    let id = upload.id
     let release = state.withLock { state in
-      let release = !state.slotReleased
-      Self.freeResources(&state)
+      let release = !state.released
+      state.released = true
+      state.buffer = nil
       return release
     }
-    if release { store.slots.release(id) }
+    spool.discard()
+    if release { slots.release(upload.id) }
   }
 
   var isPreempted: Bool {
@@ -82,7 +87,7 @@ final class FileUploadWriter: UploadWriter {
   var receivedOffset: Int { state.withLock { $0.received } }
 
   func append(_ bytes: UnsafeRawBufferPointer) throws -> AppendOutcome {
-    let capacity = store.configuration.writeBufferBytes
+    let capacity = configuration.writeBufferBytes
     let id = upload.id
     // The copy happens under the state lock: a takeover on another thread sets `stop` under it
     // and then reads the buffer, so it sees every slice accepted before, and none after.
@@ -145,8 +150,8 @@ final class FileUploadWriter: UploadWriter {
       // Failing here loses only unacknowledged bytes: the offset stays at the last commit.
       _ = try? writeOut(.release, holder: &holder)
     } else {
-      _ = try? store.index.commitUploadOffset(
-        id: upload.id, token: token, from: committedOffset, to: committedOffset, leaseUntil: nil)
+      let committed = committedOffset
+      _ = try? spool.commit(from: committed, to: committed, leaseUntil: nil)
     }
     finish(.preempted, holder: &holder)
     return onPreempted
@@ -170,7 +175,7 @@ final class FileUploadWriter: UploadWriter {
 
   /// How far a `writeOut` goes.
   private enum Depth {
-    /// Write the buffer to the file; commit once `commitBytes` are waiting.
+    /// Write the buffer to the spool; commit once `commitBytes` are waiting.
     case writeOut
     /// Write and commit, keeping the lease.
     case commit
@@ -191,8 +196,7 @@ final class FileUploadWriter: UploadWriter {
         let (current, wanted) = try writeOut(depth, holder: &holder)
         guard wanted else { return .success(current) }
         // A request of another instance asked for the lease: hand it over now the bytes are in.
-        _ = try? store.index.commitUploadOffset(
-          id: upload.id, token: token, from: current.offset, to: current.offset, leaseUntil: nil)
+        _ = try? spool.commit(from: current.offset, to: current.offset, leaseUntil: nil)
         finish(.preempted, holder: &holder)
         notify = true
         return .success(current)
@@ -206,37 +210,32 @@ final class FileUploadWriter: UploadWriter {
     return try result.get()
   }
 
-  /// Writes what is buffered to the file and, when due, commits: `fdatasync`, then the new
-  /// offset to the index (renewing the lease, or giving it up for `.release`). Slot lock held.
+  /// Writes what is buffered to the spool and, when due, commits it (durable, then the new
+  /// offset to the index, renewing the lease or giving it up for `.release`). Slot lock held.
   /// Returns the committed state and whether a request of another instance wants the lease.
   private func writeOut(_ depth: Depth, holder: inout UploadSlots.Holder) throws -> (UploadState, Bool) {
-    let (fd, buffer, committed, written, leaseExpiry) = state.withLock { state in
+    let (buffer, committed, written, leaseExpiry) = state.withLock { state in
       state.flushing = true
-      return (state.fd, state.buffer, state.committed, state.written, state.leaseExpiresAt)
+      return (state.buffer, state.committed, state.written, state.leaseExpiresAt)
     }
     let count = buffer?.count ?? 0
-    let path = store.spoolPath(upload.id)
-    let index = store.index
-    let sync = store.configuration.syncOffsetCommits
     do {
-      let now = store.now
-      let duration = store.configuration.leaseDuration
+      let now = clock()
+      let duration = configuration.leaseDuration
       var leaseUntil = leaseExpiry
-      if count > 0 {
+      if let buffer, count > 0 {
         // Write only under a lease that cannot lapse meanwhile: renew it first when it is half
         // gone, so another process cannot have taken it over while these bytes land.
         if leaseExpiry.timeIntervalSince(now) < duration / 2 {
           leaseUntil = now.addingTimeInterval(duration)
-          let renewal = try index.commitUploadOffset(
-            id: upload.id, token: token, from: committed, to: committed, leaseUntil: leaseUntil, sync: sync)
-          if renewal == .lost {
+          if try spool.commit(from: committed, to: committed, leaseUntil: leaseUntil) == .lost {
             throw StorageError(.preempted, "lease of \(upload.id) lost", offset: committed)
           }
         }
-        try buffer?.write(to: fd, at: committed + written, path: path)
+        try spool.write(buffer, at: committed + written)
       }
       let pending = written + count
-      guard depth != .writeOut || (pending > 0 && pending >= store.configuration.commitBytes) else {
+      guard depth != .writeOut || (pending > 0 && pending >= configuration.commitBytes) else {
         // Written out, not yet durable: the buffer is free again; the offset stays.
         let current = state.withLock { state in
           state.flushing = false
@@ -247,10 +246,8 @@ final class FileUploadWriter: UploadWriter {
         }
         return (current, false)
       }
-      if pending > 0 { try FileSystem.fdatasync(fd, path: path) }
       let expiry = depth == .release ? nil : now.addingTimeInterval(duration)
-      let commit = try index.commitUploadOffset(
-        id: upload.id, token: token, from: committed, to: committed + pending, leaseUntil: expiry, sync: sync)
+      let commit = try spool.commit(from: committed, to: committed + pending, leaseUntil: expiry)
       guard case .committed(let wanted) = commit else {
         throw StorageError(.preempted, "lease of \(upload.id) lost", offset: committed)
       }
@@ -265,19 +262,19 @@ final class FileUploadWriter: UploadWriter {
       }
       return (current, wanted)
     } catch let error as StorageError {
-      // Unacknowledged bytes may sit past the committed offset in the file: the next writer
-      // truncates them. An fsync failure is not retried (the kernel may have dropped the pages).
+      // Unacknowledged bytes may sit past the committed offset in the spool: the next writer
+      // cuts them off. A failed durability step is not retried (a file's kernel pages may have
+      // been dropped; an object store's part may be half there).
       state.withLock { $0.flushing = false }
       if error.code != .preempted {
-        _ = try? index.commitUploadOffset(
-          id: upload.id, token: token, from: committed, to: committed, leaseUntil: nil)
+        _ = try? spool.commit(from: committed, to: committed, leaseUntil: nil)
       }
       finish(error.code == .preempted ? .preempted : .failed(error), holder: &holder)
       throw error
     }
   }
 
-  /// Marks the writer stopped, frees its buffers and file, and leaves the slot. Slot lock held.
+  /// Marks the writer stopped, frees its buffer and spool, and leaves the slot. Slot lock held.
   private func finish(_ stop: Stop, holder: inout UploadSlots.Holder) {
     if holder.writer === self { holder.writer = nil }
     let release = state.withLock { state -> Bool in
@@ -286,18 +283,13 @@ final class FileUploadWriter: UploadWriter {
       } else {
         state.stop = stop
       }
-      let release = !state.slotReleased
-      state.slotReleased = true
-      Self.freeResources(&state)
+      let release = !state.released
+      state.released = true
+      state.buffer = nil
       return release
     }
-    if release { store.slots.release(upload.id) }
-  }
-
-  private static func freeResources(_ state: inout State) {
-    if state.fd >= 0 { FileSystem.close(state.fd) }
-    state.fd = -1
-    state.buffer = nil
+    spool.discard()
+    if release { slots.release(upload.id) }
   }
 
   private static func error(_ stop: Stop, offset: Int) -> StorageError {
