@@ -173,12 +173,23 @@ import Testing
     #expect(reply.body == committed)
     let document = try #require(reply.json)
     #expect(document["openapi"] as? String == "3.1.0")
-    // Every route the router knows is described (HEAD is implied by GET).
+    // Every route the router knows is described, with every method it takes (the router's
+    // `Allow` for a method no route has); HEAD is implied by GET.
     let paths = try #require(document["paths"] as? [String: [String: Any]])
+    let router = Application.makeRouter()
     for route in [
       Application.Route.healthz, .readyz, .metrics, .openAPI, .upload, .image, .meta, .delete,
+      .uploadResource, .uploadOptions, .tusCreation, .tusUpload,
     ] {
-      #expect(paths[route.template] != nil, "\(route.template)")
+      let described = try #require(paths[route.template], "\(route.template)")
+      let path = route.template.replacing("{id}", with: "upl_0")
+      guard case .methodNotAllowed(let allow) = router.match(method: "NOPE", path: path[...]) else {
+        Issue.record("\(path) has no methods")
+        continue
+      }
+      for method in allow where method != "HEAD" {
+        #expect(described[method.lowercased()] != nil, "\(method) \(route.template)")
+      }
     }
   }
 }
