@@ -5,45 +5,20 @@ public final class SHA256 {
   /// The digest length in bytes.
   public static let byteCount = 32
 
-  // One EVP_MD_CTX per hasher, owned here and freed in deinit.
-  private let context: OpaquePointer
-  private var finished = false
+  // The streaming work is MessageDigest's; this type names the hash our own records use.
+  private let digest = MessageDigest(.sha256)
 
   /// A fresh hasher.
-  public init() {
-    guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
-    // EVP_DigestInit_ex only fails on allocation failure or a missing provider: not recoverable.
-    guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else {
-      EVP_MD_CTX_free(context)
-      fatalError("EVP_DigestInit_ex(sha256) failed")
-    }
-    self.context = context
-  }
-
-  deinit { EVP_MD_CTX_free(context) }
+  public init() {}
 
   /// Adds bytes to the digest.
-  public func update(_ bytes: UnsafeRawBufferPointer) {
-    precondition(!finished, "SHA256.update after finalize")
-    guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-    _ = EVP_DigestUpdate(context, base, bytes.count)
-  }
+  public func update(_ bytes: UnsafeRawBufferPointer) { digest.update(bytes) }
 
   /// Adds the bytes of a contiguous collection (array, slice, Data) to the digest.
-  public func update<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
-    let done: Void? = bytes.withContiguousStorageIfAvailable { update(UnsafeRawBufferPointer($0)) }
-    if done == nil { Array(bytes).withUnsafeBytes { update($0) } }
-  }
+  public func update<Bytes: Sequence<UInt8>>(_ bytes: Bytes) { digest.update(bytes) }
 
   /// Ends the digest and returns its 32 bytes; the hasher cannot be used afterwards.
-  public func finalize() -> [UInt8] {
-    precondition(!finished, "SHA256.finalize called twice")
-    finished = true
-    var out = [UInt8](repeating: 0, count: Self.byteCount)
-    var length: UInt32 = 0
-    _ = out.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
-    return out
-  }
+  public func finalize() -> [UInt8] { digest.finalize() }
 
   /// Ends the digest and returns it as 64 lower-case hex digits.
   public func finalizeHex() -> String { Hex.encode(finalize()) }
