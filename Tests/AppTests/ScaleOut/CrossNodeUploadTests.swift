@@ -182,6 +182,55 @@ struct CrossNodeUploadTests {
     #expect(try Self.uploadObjects(cluster.backends).isEmpty)
   }
 
+  @Test(arguments: [8, 3])
+  func aResumableUploadCutAndResumedThroughTheBalancerCrossesNodesIntoThePlainRecord(version: Int) throws {
+    let cluster = try TwoNodeCluster(label: "balancedresumable\(version)")
+    defer { cluster.stop() }
+    let image = try Self.largeImage()
+    let client = ResumableClient(version: version, key: Self.key, port: cluster.proxy.port)
+    let resumed = try client.interruptedUpload(image.bytes, cut: Self.cut, contentType: "image/png")
+    // The upload URL names the balancer, not the node that made it.
+    let location = try #require(resumed.interim.header("Location"))
+    #expect(location.hasPrefix("http://127.0.0.1:\(cluster.proxy.port)/v1/uploads/upl_"), "\(location)")
+    // HAProxy resets its side to the node when the client goes, and a reset drops what the
+    // node's socket still held unread: the offset is what the node had read, never past the cut.
+    #expect(resumed.offset.status == 204)
+    let offset = Int(resumed.offset.header("Upload-Offset") ?? "") ?? -1
+    #expect(offset > 0 && offset <= Self.cut, "offset \(offset)")
+    #expect(resumed.final.status == 201, "\(resumed.final.status) \(resumed.final.text)")
+    // The balancer spread the upload's requests (creation, offset, append) over both nodes.
+    let touched = try cluster.nodes.map {
+      try TwoNodeCluster.answered($0, route: "/v1/uploads")
+        + TwoNodeCluster.answered($0, route: "/v1/attachments")
+    }
+    #expect(touched.allSatisfy { $0 > 0 }, "requests per node: \(touched)")
+    let plain = try cluster.b.upload(file: image.path)
+    #expect(ResumableInteropTests.facts(resumed.final.json) == ResumableInteropTests.facts(plain.json))
+  }
+
+  @Test(.enabled(if: Tuspy.installed, "skipped: tuspy not installed (Scripts/install-deps)"))
+  func tuspyCutAndResumedThroughTheBalancerCrossesNodesIntoThePlainRecord() throws {
+    let cluster = try TwoNodeCluster(label: "balancedtus")
+    defer { cluster.stop() }
+    let image = try Self.largeImage()
+    let (report, record) = try TuspyTests.drive(
+      port: cluster.proxy.port, file: image.path,
+      ["mode": "cut", "at": Self.cut, "chunk_size": 16 << 20, "pace_ms": 10])
+    #expect(report.cuts == 1)
+    // tuspy resumed from what the cut PATCH's node had read and committed, never past the cut.
+    let resumedAt = try #require(report.patch_offsets.dropFirst().first)
+    #expect(resumedAt > 0 && resumedAt <= Self.cut, "resumed at \(resumedAt)")
+    #expect(report.status == 200 && report.head_offset == String(image.bytes.count))
+    // The upload URL names the address tuspy used, not a node.
+    #expect(!cluster.nodes.contains { report.url.contains(":\(TwoNodeCluster.port($0))/") }, "\(report.url)")
+    let touched = try cluster.nodes.map { try TwoNodeCluster.answered($0, route: "/v1/tus") }
+    #expect(touched.allSatisfy { $0 > 0 }, "tus requests per node: \(touched)")
+    let plain = try TusWire(port: TwoNodeCluster.port(cluster.a)).request(
+      "POST", "/v1/attachments", [TusServer.acme], body: image.bytes)
+    let plainJSON = try #require(plain.json)
+    #expect(TusServer.content(record) == TusServer.content(plainJSON))
+  }
+
   /// What the bucket holds of an upload in flight: the parts of its multipart upload and the
   /// sizes of its tail objects.
   static func inFlight(_ backends: ScaleOutBackends, path: String) throws -> (parts: [Int], tails: [Int]) {

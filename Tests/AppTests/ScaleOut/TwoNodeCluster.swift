@@ -39,17 +39,22 @@ final class TwoNodeCluster {
   static func port(_ node: AttachmentServer) -> Int { Int(node.base.split(separator: ":").last!)! }
 
   /// How many requests `node` answered, by its own `/metrics`: the sum over the
-  /// `attachd_http_requests_total` series whose route starts with `route`, for `method` and `status`.
-  static func answered(_ node: AttachmentServer, route: String, method: String, status: Int) throws -> Int {
+  /// `attachd_http_requests_total` series whose route starts with `route`, for `method` and
+  /// `status` (nil: any).
+  static func answered(_ node: AttachmentServer, route: String, method: String? = nil, status: Int? = nil)
+    throws -> Int
+  {
     let metrics = try node.curl("/metrics", [])
     #expect(metrics.status == 200)
     let prefix = #"attachd_http_requests_total{route=""# + route
-    let suffix = #"",method="\#(method)",status="\#(status)"}"#
     var total = 0
     for line in String(decoding: metrics.body, as: UTF8.self).split(separator: "\n")
     where line.hasPrefix(prefix) {
       let parts = line.split(separator: " ")
-      guard parts.count == 2, parts[0].hasSuffix(suffix), let value = Double(parts[1]) else { continue }
+      guard parts.count == 2, let value = Double(parts[1]) else { continue }
+      let labels = parts[0]
+      if let method, !labels.contains(#",method="\#(method)","#) { continue }
+      if let status, !labels.hasSuffix(#",status="\#(status)"}"#) { continue }
       total += Int(value)
     }
     return total
