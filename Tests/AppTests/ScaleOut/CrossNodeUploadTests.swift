@@ -182,6 +182,42 @@ struct CrossNodeUploadTests {
     #expect(try Self.uploadObjects(cluster.backends).isEmpty)
   }
 
+  @Test func aResumeOnTheOtherNodeTakesTheUploadOverFromARequestStillOpenOnTheFirst() throws {
+    let cluster = try TwoNodeCluster(label: "stale") { $0.uploads.commitInterval = 0.5 }
+    defer { cluster.stop() }
+    let image = try Self.largeImage()
+    let body = image.bytes
+    let onA = ResumableClient(version: 6, key: Self.key, port: TwoNodeCluster.port(cluster.a))
+    // The old connection stays open, silent after the cut (a dead radio link looks so to a
+    // server): node A's writer holds the upload and has nothing more to commit.
+    let stale = try RawHTTPClient(port: onA.port, timeout: 30)
+    try stale.send(onA.creation(length: body.count, contentType: "image/png"))
+    let interim = try stale.readResponse()
+    try stale.send(Array(body[0..<Self.cut]))
+    // Long enough for node A's timer to have committed every byte that arrived.
+    Thread.sleep(forTimeInterval: 2)
+    let path = ResumableClient.path(of: try #require(interim.header("Location")))
+
+    let onB = ResumableClient(version: 6, key: Self.key, port: TwoNodeCluster.port(cluster.b))
+    let started = ContinuousClock.now
+    let connection = try RawHTTPClient(port: onB.port, timeout: 30)
+    try connection.send(onB.offsetRetrieval(path))
+    let offset = try connection.readResponse(forHead: true)
+    let waited = ContinuousClock.now - started
+    #expect(offset.status == 204 && offset.header("Upload-Offset") == String(Self.cut))
+    // Node A let go at its next timer commit, not after the takeover wait (10 s) or the lease.
+    #expect(waited < .seconds(5), "the offset took \(waited)")
+    // The stale request was answered and its connection ended.
+    let (_, superseded) = try stale.readFinal()
+    #expect(superseded.status == 409 && superseded.json?["code"] as? String == "upload_superseded")
+    try connection.send(onB.append(path, offset: Self.cut, length: body.count - Self.cut))
+    try connection.send(Array(body[Self.cut...]))
+    let (_, final) = try connection.readFinal()
+    #expect(final.status == 201, "\(final.status) \(final.text)")
+    let plain = try cluster.a.upload(file: image.path)
+    #expect(ResumableInteropTests.facts(final.json) == ResumableInteropTests.facts(plain.json))
+  }
+
   @Test(arguments: [8, 3])
   func aResumableUploadCutAndResumedThroughTheBalancerCrossesNodesIntoThePlainRecord(version: Int) throws {
     let cluster = try TwoNodeCluster(label: "balancedresumable\(version)")
