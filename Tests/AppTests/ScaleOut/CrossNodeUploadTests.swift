@@ -9,9 +9,11 @@ import Testing
 /// Two App nodes on one S3 bucket and one PostgreSQL database behind HAProxy on loopback:
 /// uploads through the balancer land on both nodes and each serves the other's; an IETF
 /// resumable upload and a tus upload started on node A, cut mid-body and resumed directly on
-/// node B complete to the record a plain upload of the same bytes gets. The cut falls past the
-/// first 5 MiB part, so node B continues a multipart upload node A began and fetches the tail
-/// object node A committed.
+/// node B complete to the record a plain upload of the same bytes gets, as do uploads cut and
+/// resumed through the balancer (IETF and tuspy), and a resume on node B while node A's request
+/// is still open and silent takes the upload over at once. The cut falls past the first 5 MiB
+/// part, so node B continues a multipart upload node A began and fetches the tail object node A
+/// committed.
 @Suite(
   .serialized, .timeLimit(.minutes(4)),
   .enabled(if: HAProxy.executable != nil, "skipped: haproxy not installed (Scripts/install-deps)"))
@@ -20,7 +22,7 @@ struct CrossNodeUploadTests {
   /// Past the first part, well before the end of `largeImage`.
   static let cut = S3Client.minimumPartSize + 300_000
 
-  /// A noisy PNG of several parts' size (about 8 MiB): its path and bytes.
+  /// A noisy PNG of two full parts and a tail (about 13 MB): its path and bytes.
   static func largeImage() throws -> (path: String, bytes: [UInt8]) {
     let path = try DistinctImages.file(seed: 4242, width: 2400, height: 1800, noisy: true)
     let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
