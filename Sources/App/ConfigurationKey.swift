@@ -264,6 +264,10 @@ public struct ConfigurationKey: Sendable {
       set: { (config: inout Configuration, value: ConfigurationValue) throws(ConfigurationError) in
         config.uploads.syncOffsetCommits = try value.boolean()
       }),
+    .seconds(
+      "uploads.leaseDuration", env: "ATTACHD_UPLOAD_LEASE_DURATION", flag: nil,
+      summary: "seconds an upload's writer lease lasts unrenewed: how long a dead node's uploads stay locked",
+      \.uploads.leaseDuration),
     .integer(
       "uploads.ioThreads", env: "ATTACHD_UPLOAD_IO_THREADS", flag: nil,
       summary: "threads for upload file and index work", range: 1...256, \.uploads.ioThreads),

@@ -111,12 +111,36 @@ public enum ChildProcess {
     posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_APPEND, 0)
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    // Nothing else of the test process: descriptors made without close-on-exec (Foundation's
+    // `Pipe`) would otherwise stay open in a server or watcher living as long as the test
+    // process, and a reader of such a pipe (curl's output in `LiveTesting.run`) would wait for an
+    // end of file that never comes.
+    closeInheritedDescriptors(&actions)
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
     var pid: pid_t = 0
     let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
     guard result == 0 else { throw Failure(description: "posix_spawn \(executable) failed, error \(result)") }
     return pid
+  }
+
+  /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which the Glibc module does not
+  /// declare (it is a GNU extension).
+  private typealias CloseFrom =
+    @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+  private static let closeFrom: CloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+    unsafeBitCast($0, to: CloseFrom.self)
+  }
+
+  /// Adds closing every descriptor above 2 to `actions`: at once where glibc can, else each one
+  /// open now (a descriptor another thread opens meanwhile may still leak).
+  private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+    if let closeFrom, closeFrom(&actions, 3) == 0 { return }
+    let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    // glibc ignores a close action on a descriptor that is no longer open.
+    for descriptor in open.compactMap({ Int32($0) }) where descriptor > 2 {
+      posix_spawn_file_actions_addclose(&actions, descriptor)
+    }
   }
 
   private static func temporaryFile(contents: String) throws -> String {

@@ -75,14 +75,19 @@ final class UploadBodyConsumer: RequestBodyConsumer, Sendable {
 
   // MARK: - Timer (the engine's ticker thread)
 
-  /// Commits when received bytes have waited `interval` since the last commit. Returns false
-  /// once the body is over (the ticker then forgets this consumer).
+  /// Commits every `interval` while the body streams. Returns false once the body is over (the
+  /// ticker then forgets this consumer).
+  ///
+  /// Also when nothing arrived since the last commit: a writer hears that a request on another
+  /// node wants its upload only from a commit, so a client that went silent (a dead radio link
+  /// keeps its connection open) and resumed through another node would otherwise wait for the
+  /// lease to lapse. Such a commit writes no bytes, sends no `104` and renews the lease: one
+  /// index statement per silent upload per interval.
   func tick(now: ContinuousClock.Instant, interval: Duration) -> Bool {
     let (action, live) = state.withLock { state -> (UploadStreamMachine.Action, Bool) in
       let phase = state.machine.phase
       let live = phase == .streaming || phase == .opening
-      guard phase == .streaming, now - state.lastCommit >= interval, let writer = state.writer,
-        writer.receivedOffset > writer.committedOffset
+      guard phase == .streaming, now - state.lastCommit >= interval, state.writer != nil
       else { return (.none, live) }
       return (state.machine.commitDue(), live)
     }

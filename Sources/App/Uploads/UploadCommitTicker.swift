@@ -4,7 +4,8 @@ import Synchronization
 /// One background thread that asks every body being streamed into an upload, every `interval`,
 /// to commit what it received since its last commit, so a slow upload's acknowledged offset
 /// advances (a phone on a train may need an hour for what a fast link sends in a second, and a
-/// client that resumes must not resend what already arrived).
+/// client that resumes must not resend what already arrived), and so a silent body's writer
+/// learns when a request on another node wants its upload.
 ///
 /// Consumers are held weakly; one that answers `false` (its body is over) is dropped.
 final class UploadCommitTicker: Sendable {

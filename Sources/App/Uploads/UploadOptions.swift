@@ -19,6 +19,11 @@ extension Application {
     public var commitInterval = 5.0
     /// Whether an offset commit also waits for the index's fsync (see `UploadStoreConfiguration`).
     public var syncOffsetCommits = false
+    /// Seconds a writer's lease on an upload lasts without a commit renewing it (60): how long
+    /// an upload whose node died stays locked before another node may resume it. A live writer
+    /// renews it at every commit and before writing once it is half gone, so a shorter lease
+    /// only costs index writes; it must exceed the clock skew between nodes.
+    public var leaseDuration = 60.0
     /// Threads for upload file and index work (open, flush, commit, close), off the event loops.
     public var ioThreads = 8
 
@@ -31,6 +36,9 @@ extension Application {
       }
       guard commitInterval > 0, commitInterval <= 3600 else {
         throw ConfigurationError("uploads.commitInterval must be more than 0 and at most 3600 s")
+      }
+      guard leaseDuration >= 1, leaseDuration <= 3600 else {
+        throw ConfigurationError("uploads.leaseDuration must be 1 … 3600 s")
       }
       guard (1...256).contains(ioThreads) else { throw ConfigurationError("uploads.ioThreads must be 1…256") }
       do {
@@ -46,7 +54,7 @@ extension Application {
     public func storeConfiguration() -> UploadStoreConfiguration {
       UploadStoreConfiguration(
         spoolThreshold: spoolThreshold, resumableLifetime: resumableTTL, writeBufferBytes: writeBufferBytes,
-        commitBytes: commitBytes, syncOffsetCommits: syncOffsetCommits)
+        commitBytes: commitBytes, syncOffsetCommits: syncOffsetCommits, leaseDuration: leaseDuration)
     }
   }
 }
