@@ -38,6 +38,13 @@ extension Application {
   public func makeServer(handleSignals: Bool = true) throws -> Server {
     var config = configuration.server.serverConfiguration()
     config.handleSignals = handleSignals
+    if configuration.server.workerThreads == 0, configuration.storage.backend == .s3 {
+      // A worker stores what it made before it takes the next image: on S3 + PostgreSQL that
+      // is network round trips (a PUT, a transaction) during which its core would sit idle
+      // with one thread per core. Twice as many threads keep the cores busy; the memory
+      // budget, not the thread count, bounds how many images are decoded at once.
+      config.workerThreads = 2 * config.workerThreads
+    }
     let server = try Server(configuration: config, handler: self)
     startBackgroundWork()
     // Weak: the server holds this application as its handler.
