@@ -37,7 +37,8 @@ public struct ConfigurationKey: Sendable {
       range: 0...1024, \.server.eventLoops),
     .integer(
       "server.workerThreads", env: "ATTACHD_WORKER_THREADS", flag: nil,
-      summary: "threads for image work (0 = one per core)", range: 0...1024, \.server.workerThreads),
+      summary: "threads for image work (0 = one per core, two per core on S3)", range: 0...1024,
+      \.server.workerThreads),
     .integer(
       "server.workerQueueLength", env: "ATTACHD_WORKER_QUEUE_LENGTH", flag: nil,
       summary: "jobs waiting for a worker before 503 + Retry-After", range: 0...1_000_000,
