@@ -143,7 +143,31 @@ public final class SeaweedFS: Sendable {
   }
 
   /// Freezes the server (SIGSTOP): connections are accepted by the kernel, nothing answers.
-  public func pause() { signal(SIGSTOP) }
+  public func pause() {
+    signal(SIGSTOP)
+    // kill() returns before every thread has stopped; on a busy machine a request sent at once
+    // could still be answered. Wait until each of the process's threads reports state T.
+    guard let pid = process.withLock({ $0?.pid }) else { return }
+    let deadline = Date().addingTimeInterval(5)
+    while Date() < deadline, !Self.allThreadsStopped(pid) { usleep(2_000) }
+  }
+
+  /// Whether every thread of `pid` is stopped (`T` in /proc/<pid>/task/<tid>/stat).
+  static func allThreadsStopped(_ pid: Int32) -> Bool {
+    guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else {
+      return true
+    }
+    for task in tasks {
+      guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8) else {
+        continue
+      }
+      // The state follows the command name's closing parenthesis.
+      guard let close = stat.lastIndex(of: ")") else { continue }
+      let state = stat[stat.index(after: close)...].drop(while: { $0 == " " }).first
+      if state != "T" && state != "t" { return false }
+    }
+    return true
+  }
 
   /// Lets a paused server run again (SIGCONT).
   public func resume() { signal(SIGCONT) }
