@@ -79,13 +79,18 @@ struct HEVCTileDecoder: ImageDecoder {
     let alpha = try plan.alpha.map { alpha throws(PipelineError) in
       try Self.decodeAlpha(alpha.image, input: request.input, configuration: configuration, request: request)
     }
+    // The planar route writes its output upright (no orienting pass, no second set of planes).
+    let upright = layout.orientation ?? request.orientation.apply
     let run = HEVCTileRun(
       source: source, plan: plan, layout: layout, checkpoint: request.checkpoint, alpha: alpha,
-      premultiplied: plan.alpha?.premultiplied ?? false)
+      premultiplied: plan.alpha?.premultiplied ?? false, orientation: upright)
     let content = try run.decode()
     guard let format = run.format else { throw .internal("the HEVC path decoded no picture") }
-    return DecodedImage(
-      content: content, colour: Self.colour(of: plan, decoded: format), orientation: layout.orientation)
+    let colour = Self.colour(of: plan, decoded: format)
+    if case .planes = content {
+      return DecodedImage(content: content, colour: colour, orientation: .up, applied: upright)
+    }
+    return DecodedImage(content: content, colour: colour, orientation: layout.orientation)
   }
 
   /// The colour of the decoded samples: the `colr` ICC profile, else the `colr` nclx. The
