@@ -8,8 +8,8 @@ import ImageCodecs
 /// strip is fed to `PlanesResampler`, which keeps the luma and resamples each chroma plane
 /// straight to the output's 4:2:0 size, cropped to the plan's geometry (`clap`, a grid's
 /// padding). Tiles wholly outside the crop are never decoded; the run's checkpoint is checked
-/// before every tile. The planes come back at the output size in stored orientation, with the
-/// orientation that makes them upright; RGB is made only at the output size.
+/// before every tile. The planes come back at the output size, already upright (the resampler
+/// writes each output row where the orientation puts it); RGB is made only at the output size.
 ///
 /// Alpha images, and matrices `YCbCrPlanes` cannot carry (identity/GBR, YCgCo), take the RGB
 /// route instead: each strip is made RGB (chroma repeated, as libheif does), composited onto
