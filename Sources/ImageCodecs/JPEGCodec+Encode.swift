@@ -57,6 +57,45 @@ extension JPEGCodec {
     return Array(UnsafeBufferPointer(start: output, count: Int(size)))
   }
 
+  /// Encodes JFIF 4:2:0 planes (BT.601 full range, centred chroma, chroma exactly half of each
+  /// even side) to the same kind of baseline JPEG as `encode(_:quality:subsampling:)` at
+  /// `.s420`, straight from the planes: no RGB, no conversion or downsampling in the encoder.
+  public static func encode(planes: YCbCrPlanes, quality: Int) throws -> [UInt8] {
+    let (width, height) = (planes.width, planes.height)
+    let half = (width / 2, height / 2)
+    guard planes.isJFIF, planes.subsampling == (2, 2), width % 2 == 0, height % 2 == 0,
+      (planes.cb.width, planes.cb.height) == half, (planes.cr.width, planes.cr.height) == half
+    else {
+      throw CodecError(.internal, codec: codec, "encode(planes:) needs JFIF 4:2:0 planes with even sides")
+    }
+    guard (1...100).contains(quality) else {
+      throw CodecError(.internal, codec: codec, "quality \(quality) outside 1…100")
+    }
+    guard width > 0, height > 0, width <= 65_535, height <= 65_535 else {
+      throw CodecError(.tooLarge, codec: codec, "\(width)x\(height) for JPEG")
+    }
+    let handle = try TJHandle(compress: ())
+    defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
+    var output: UnsafeMutablePointer<UInt8>? = nil
+    var size: UInt = 0
+    defer { tjFree(output) }
+    var strides = [Int32(planes.luma.rowBytes), Int32(planes.cb.rowBytes), Int32(planes.cr.rowBytes)]
+    let status = planes.luma.bytes.withUnsafeBufferPointer { yp in
+      planes.cb.bytes.withUnsafeBufferPointer { cbp in
+        planes.cr.bytes.withUnsafeBufferPointer { crp in
+          var pointers: [UnsafePointer<UInt8>?] = [yp.baseAddress, cbp.baseAddress, crp.baseAddress]
+          return tjCompressFromYUVPlanes(
+            handle.raw, &pointers, Int32(width), &strides, Int32(height), Int32(TJSAMP_420.rawValue),
+            &output, &size, Int32(quality), 0)
+        }
+      }
+    }
+    guard status == 0, let output else {
+      throw CodecError(.internal, codec: codec, "encode: " + String(cString: tjGetErrorStr2(handle.raw)))
+    }
+    return Array(UnsafeBufferPointer(start: output, count: Int(size)))
+  }
+
   /// Whether `operation` keeps every edge pixel on this image (no partial MCU at a moved edge).
   public static func isPerfect(_ operation: Operation, for info: JPEGInfo) -> Bool {
     let (mcuW, mcuH) = info.mcuSize

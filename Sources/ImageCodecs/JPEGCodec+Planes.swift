@@ -112,6 +112,45 @@ extension JPEGCodec {
     return PixelBuffer(width: width, height: height, layout: .rgb, bytes: bytes)
   }
 
+  /// Writes RGB `pixels` (even width and height, the planes' width) as JFIF Y′CbCr into
+  /// 4:2:0 `planes` from luma row `row` (even): TurboJPEG's SIMD colour conversion and its 2 × 2
+  /// averaging, what its encoder does to RGB, into rows the caller owns.
+  public static func storeYUV(_ pixels: PixelBuffer, into planes: inout YCbCrPlanes, atRow row: Int) throws {
+    guard pixels.layout == .rgb, pixels.width == planes.width, pixels.width % 2 == 0, pixels.height % 2 == 0,
+      row % 2 == 0, row >= 0, row + pixels.height <= planes.height, planes.subsampling == (2, 2),
+      planes.cb.width * 2 == planes.width, planes.cr.width * 2 == planes.width,
+      (row + pixels.height) / 2 <= min(planes.cb.height, planes.cr.height)
+    else {
+      throw CodecError(.internal, codec: codec, "storeYUV: RGB rows do not fit the 4:2:0 planes")
+    }
+    let handle = try TJHandle(compress: ())
+    defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
+    var strides = [Int32(planes.luma.rowBytes), Int32(planes.cb.rowBytes), Int32(planes.cr.rowBytes)]
+    let (lumaOffset, cbOffset, crOffset) = (
+      row * planes.luma.rowBytes, row / 2 * planes.cb.rowBytes, row / 2 * planes.cr.rowBytes
+    )
+    let status = pixels.bytes.withUnsafeBufferPointer { rgb in
+      planes.luma.bytes.withUnsafeMutableBufferPointer { yp in
+        planes.cb.bytes.withUnsafeMutableBufferPointer { cbp in
+          planes.cr.bytes.withUnsafeMutableBufferPointer { crp in
+            var pointers: [UnsafeMutablePointer<UInt8>?] = [
+              yp.baseAddress! + lumaOffset, cbp.baseAddress! + cbOffset, crp.baseAddress! + crOffset,
+            ]
+            return tjEncodeYUVPlanes(
+              handle.raw, rgb.baseAddress, Int32(pixels.width), Int32(pixels.rowBytes), Int32(pixels.height),
+              Int32(TJPF_RGB.rawValue), &pointers, &strides, Int32(TJSAMP_420.rawValue), 0)
+          }
+        }
+      }
+    }
+    guard status == 0 else {
+      throw CodecError(
+        .internal, codec: codec, "RGB to planes: " + String(cString: tjGetErrorStr2(handle.raw)))
+    }
+    planes.matrix = .bt601
+    planes.range = .full
+  }
+
   private static func tjSubsampling(_ subsampling: JPEGInfo.Subsampling) -> TJSAMP {
     switch subsampling {
     case .s444: TJSAMP_444

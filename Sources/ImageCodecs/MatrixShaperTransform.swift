@@ -71,11 +71,35 @@ final class MatrixShaperTransform: Sendable {
     }
     lowest = min(lowest, 0)
     self.lowest = lowest
-    encode = (lowest...max(highest, Self.outputOne)).map { index in
+    encode = Self.monotoneTable(lowest...max(highest, Self.outputOne)) { index in
       let light = Float(Double(min(max(index, 0), Self.outputOne)) / Double(Self.outputOne))
       let value = Double(cmsEvalToneCurveFloat(reversed, light))
       return value.isFinite ? UInt8((min(max(value, 0), 1) * 255).rounded()) : 0
     }
+  }
+
+  /// `level(i)` for every `i` in `indices`, for a `level` that never decreases: a run whose two
+  /// ends agree is filled without evaluating its inside, so ~2,500 evaluations of the curve
+  /// make the ~70,000-entry table instead of one each (each a `pow`: 4 ms of a one-image
+  /// process). An output curve is monotonic; should float noise make one step back inside a
+  /// run, that entry takes the run's value, within the one level this transform allows.
+  static func monotoneTable(_ indices: ClosedRange<Int32>, level: (Int32) -> UInt8) -> [UInt8] {
+    let first = indices.lowerBound
+    var table = [UInt8](repeating: 0, count: indices.count)
+    table.withUnsafeMutableBufferPointer { table in
+      func fill(_ lo: Int32, _ loLevel: UInt8, _ hi: Int32, _ hiLevel: UInt8) {
+        if hi - lo <= 1 || loLevel == hiLevel {
+          for i in lo...hi { table[Int(i - first)] = i == hi ? hiLevel : loLevel }
+          return
+        }
+        let mid = lo + (hi - lo) / 2
+        let midLevel = level(mid)
+        fill(lo, loLevel, mid, midLevel)
+        fill(mid, midLevel, hi, hiLevel)
+      }
+      fill(first, level(first), indices.upperBound, level(indices.upperBound))
+    }
+    return table
   }
 
   /// Converts every pixel of an RGB or RGBA `buffer` in place; alpha and row padding are untouched.

@@ -1,3 +1,4 @@
+import Foundation
 import TestSupport
 import Testing
 
@@ -240,5 +241,20 @@ struct MatrixShaperTransformTests {
     #expect(ColourTransform.toSRGB(&viaPublic, iccProfile: icc) == .converted)
     try #require(transform.fastPath).apply(&viaFast)
     #expect(viaPublic.bytes == viaFast.bytes)
+  }
+}
+
+extension MatrixShaperTransformTests {
+  /// The output table filled by bisection is entry for entry the table evaluated at every
+  /// index, for sRGB's own encoding curve over a range with out-of-gamut ends.
+  @Test func anOutputTableFilledByBisectionEqualsOneEvaluatedEverywhere() {
+    func level(_ index: Int32) -> UInt8 {
+      let light = Double(min(max(index, 0), 1 << 16)) / Double(1 << 16)
+      let encoded = light <= 0.003_130_8 ? 12.92 * light : 1.055 * pow(light, 1 / 2.4) - 0.055
+      return UInt8((min(max(encoded, 0), 1) * 255).rounded())
+    }
+    for range: ClosedRange<Int32> in [-9_000...80_000, 0...65_536, 5...6, 7...7] {
+      #expect(MatrixShaperTransform.monotoneTable(range, level: level) == range.map(level), "\(range)")
+    }
   }
 }

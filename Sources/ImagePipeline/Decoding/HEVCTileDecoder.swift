@@ -8,8 +8,8 @@ import ImageCodecs
 /// strip is fed to `PlanesResampler`, which keeps the luma and resamples each chroma plane
 /// straight to the output's 4:2:0 size, cropped to the plan's geometry (`clap`, a grid's
 /// padding). Tiles wholly outside the crop are never decoded; the run's checkpoint is checked
-/// before every tile. The planes come back at the output size in stored orientation, with the
-/// orientation that makes them upright; RGB is made only at the output size.
+/// before every tile. The planes come back at the output size, already upright (the resampler
+/// writes each output row where the orientation puts it); RGB is made only at the output size.
 ///
 /// Alpha images, and matrices `YCbCrPlanes` cannot carry (identity/GBR, YCgCo), take the RGB
 /// route instead: each strip is made RGB (chroma repeated, as libheif does), composited onto
@@ -79,13 +79,18 @@ struct HEVCTileDecoder: ImageDecoder {
     let alpha = try plan.alpha.map { alpha throws(PipelineError) in
       try Self.decodeAlpha(alpha.image, input: request.input, configuration: configuration, request: request)
     }
+    // The planar route writes its output upright (no orienting pass, no second set of planes).
+    let upright = layout.orientation ?? request.orientation.apply
     let run = HEVCTileRun(
       source: source, plan: plan, layout: layout, checkpoint: request.checkpoint, alpha: alpha,
-      premultiplied: plan.alpha?.premultiplied ?? false)
+      premultiplied: plan.alpha?.premultiplied ?? false, orientation: upright)
     let content = try run.decode()
     guard let format = run.format else { throw .internal("the HEVC path decoded no picture") }
-    return DecodedImage(
-      content: content, colour: Self.colour(of: plan, decoded: format), orientation: layout.orientation)
+    let colour = Self.colour(of: plan, decoded: format)
+    if case .planes = content {
+      return DecodedImage(content: content, colour: colour, orientation: .up, applied: upright)
+    }
+    return DecodedImage(content: content, colour: colour, orientation: layout.orientation)
   }
 
   /// The colour of the decoded samples: the `colr` ICC profile, else the `colr` nclx. The

@@ -11,6 +11,8 @@ final class HEVCTileRun {
   private let checkpoint: Checkpoint
   private let alpha: AlphaPlane?
   private let premultiplied: Bool
+  /// What makes the image upright: the planar route writes its output planes turned by it.
+  private let orientation: Orientation
   /// Luma samples per chroma sample of the decoded pictures ((2, 2) for monochrome, whose
   /// neutral chroma is made here at the smallest size).
   private let subsampling: (horizontal: Int, vertical: Int)
@@ -30,9 +32,10 @@ final class HEVCTileRun {
 
   init(
     source: HEVCTileSource, plan: HEIFDecodePlan, layout: HEVCTileDecoder.Layout, checkpoint: Checkpoint,
-    alpha: AlphaPlane?, premultiplied: Bool
+    alpha: AlphaPlane?, premultiplied: Bool, orientation: Orientation
   ) {
     self.source = source
+    self.orientation = orientation
     self.plan = plan
     self.layout = layout
     self.checkpoint = checkpoint
@@ -47,7 +50,8 @@ final class HEVCTileRun {
     )
   }
 
-  /// Decodes what the crop needs and returns the output at `layout.target`.
+  /// Decodes what the crop needs and returns the output at `layout.target`: planes already
+  /// turned upright by `orientation`, pixels (the RGB route) still in stored orientation.
   func decode() throws(PipelineError) -> DecodedImage.Content {
     let size = source.size
     if let alpha, (alpha.width, alpha.height) != (size.width, size.height) {
@@ -193,7 +197,7 @@ final class HEVCTileRun {
       subsampling: subsampling, siting: Self.siting(decoded),
       crop: PlanesResampler.Crop(
         x: crop.x, y: crop.y, width: crop.width, height: crop.height),
-      width: target.width, height: target.height)
+      width: target.width, height: target.height, orientation: orientation)
   }
 
   /// Where the decoded chroma sits: 4:2:0 as the VUI says (HEVC's default is left: co-sited

@@ -70,6 +70,9 @@ struct DecodedImage: Sendable {
   /// orientation policy: the HEVC path applies a HEIF file's transforms itself, as a crop while
   /// decoding and this orientation afterwards. Nil: the policy's orientation stands.
   var orientation: Orientation? = nil
+  /// The orientation the decoder has already applied: `content` is the planned size turned by
+  /// it (the HEVC path writes its planes upright as it resamples them).
+  var applied: Orientation = .up
 
   /// The decoded size (the luma's for planes).
   var size: (width: Int, height: Int) {

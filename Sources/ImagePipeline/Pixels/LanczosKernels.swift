@@ -63,11 +63,15 @@ enum LanczosKernels {
 
   /// Destination rows `top ..< top + valid` (valid ≤ `lanes`) into `output` (tight rows):
   /// `table[i]` points at source row `tableFirst + i`, whose first `samples` bytes are read.
+  /// With an `orientation` other than `.up` (one channel only) the rows land where that
+  /// orientation puts them in the upright image, which saves turning the result afterwards.
   static func group(
     top: Int, valid: Int, table: UnsafePointer<UnsafePointer<UInt8>>, tableFirst: Int, samples: Int,
     channels: Int, horizontal: LanczosWeights, vertical: LanczosWeights, scratch: Scratch,
-    output: UnsafeMutablePointer<UInt8>
+    output: UnsafeMutablePointer<UInt8>, orientation: Orientation = .up
   ) {
+    precondition(orientation == .up || channels == 1, "LanczosKernels: orienting needs one channel")
+    let height = vertical.destination
     let inStride = (samples + 15) & ~15
     let outRowBytes = horizontal.destination * channels
     let outStride = (outRowBytes + 15) & ~15
@@ -86,9 +90,57 @@ enum LanczosKernels {
     case 3: horizontalPass3(strip: t, weights: horizontal, scratch: scratch, dst: r)
     default: horizontalPass4(strip: t, weights: horizontal, scratch: scratch, dst: r)
     }
+    if orientation.swapsDimensions {
+      storeTransposed(
+        r, top: top, valid: valid, orientation: orientation, output: output, width: horizontal.destination,
+        height: height)
+      return
+    }
     Transpose8.lanesToRows(r, t, stride: outStride, count: outStride)
+    let flipY = orientation == .down || orientation == .downMirrored
+    let flipX = orientation == .upMirrored || orientation == .down
     for lane in 0..<valid {
-      narrow(t + lane * outStride, to: output + (top + lane) * outRowBytes, count: outRowBytes)
+      let y = flipY ? height - 1 - (top + lane) : top + lane
+      let row = output + y * outRowBytes
+      narrow(t + lane * outStride, to: row, count: outRowBytes)
+      if flipX {
+        var mirrored = UnsafeMutableBufferPointer(start: row, count: outRowBytes)
+        mirrored.reverse()
+      }
+    }
+  }
+
+  // The transposing orientations (5…8) of a one-channel group, straight from the horizontal
+  // pass's sample-major results: the 8 lanes of stored column x are 8 neighbouring samples of
+  // one upright row, so each column is one 8-byte store (lanes reversed when upright columns
+  // run up the stored rows). Stored (x, y) of a W × H result lands on upright
+  // (flipY ? H − 1 − y : y, flipX ? W − 1 − x : x), as `Orienter` maps it.
+  private static func storeTransposed(
+    _ lanesMajor: UnsafePointer<Int16>, top: Int, valid: Int, orientation: Orientation,
+    output: UnsafeMutablePointer<UInt8>, width: Int, height: Int
+  ) {
+    let (flipX, flipY): (Bool, Bool)
+    switch orientation {
+    case .right: (flipX, flipY) = (false, true)
+    case .rightMirrored: (flipX, flipY) = (true, true)
+    case .left: (flipX, flipY) = (true, false)
+    default: (flipX, flipY) = (false, false)
+    }
+    let source = UnsafeRawPointer(lanesMajor)
+    for x in 0..<width {
+      let b = SIMD8<UInt8>(
+        truncatingIfNeeded: source.loadUnaligned(fromByteOffset: x * 16, as: SIMD8<Int16>.self))
+      let row = output + (flipX ? width - 1 - x : x) * height
+      if valid == lanes {
+        if flipY {
+          UnsafeMutableRawPointer(row + height - top - lanes).storeBytes(
+            of: SIMD8(b[7], b[6], b[5], b[4], b[3], b[2], b[1], b[0]), as: SIMD8<UInt8>.self)
+        } else {
+          UnsafeMutableRawPointer(row + top).storeBytes(of: b, as: SIMD8<UInt8>.self)
+        }
+      } else {
+        for lane in 0..<valid { row[flipY ? height - 1 - top - lane : top + lane] = b[lane] }
+      }
     }
   }
 

@@ -23,9 +23,11 @@ final class PlanesResampler {
   let luma: StripResampler
   let cb: StripResampler
   let cr: StripResampler
-  /// Output size.
+  /// Output size, in the source's orientation.
   let width: Int
   let height: Int
+  /// How the output planes are turned as they are written: `finish` returns them upright.
+  let orientation: Orientation
 
   /// Luma rows the crop reads: a tile decoder may skip tile rows entirely outside them.
   var lumaRows: Range<Int> { luma.rows }
@@ -48,11 +50,12 @@ final class PlanesResampler {
   var isComplete: Bool { luma.isComplete && cb.isComplete && cr.isComplete }
 
   /// A resampler for planes of `lumaSize` whose chroma planes are `chromaSize` (they may be
-  /// padded beyond the luma's extent), subsampled and sited as given, to `width` × `height`.
+  /// padded beyond the luma's extent), subsampled and sited as given, to `width` × `height`,
+  /// then turned upright by `orientation` as the rows are written (no orienting pass after).
   init(
     lumaSize: (width: Int, height: Int), chromaSize: (width: Int, height: Int),
     subsampling: (horizontal: Int, vertical: Int), siting: ChromaSiting, crop: Crop? = nil, width: Int,
-    height: Int
+    height: Int, orientation: Orientation = .up
   ) {
     let crop = crop ?? Crop(x: 0, y: 0, width: lumaSize.width, height: lumaSize.height)
     precondition(
@@ -61,23 +64,26 @@ final class PlanesResampler {
     self.subsampling = subsampling
     self.width = width
     self.height = height
+    self.orientation = orientation
     luma = StripResampler(
       sourceWidth: lumaSize.width, sourceHeight: lumaSize.height, layout: .gray,
       window: StripResampler.Window(
         x: Double(crop.x), y: Double(crop.y), width: Double(crop.width), height: Double(crop.height)),
-      width: width, height: height)
+      width: width, height: height, orientation: orientation)
     let (h, v) = (Double(subsampling.horizontal), Double(subsampling.vertical))
     let window = StripResampler.Window(
       x: Double(crop.x) / h + siting.horizontal.offset(factor: subsampling.horizontal),
       y: Double(crop.y) / v + siting.vertical.offset(factor: subsampling.vertical),
       width: Double(crop.width) / h, height: Double(crop.height) / v)
     let chroma = YCbCrPlanes.chromaSize(width: width, height: height)
+    // Each chroma side is the matching luma side's half (even) or all of it (odd), so the
+    // chroma planes turn with the luma.
     cb = StripResampler(
       sourceWidth: chromaSize.width, sourceHeight: chromaSize.height, layout: .gray, window: window,
-      width: chroma.width, height: chroma.height)
+      width: chroma.width, height: chroma.height, orientation: orientation)
     cr = StripResampler(
       sourceWidth: chromaSize.width, sourceHeight: chromaSize.height, layout: .gray, window: window,
-      width: chroma.width, height: chroma.height)
+      width: chroma.width, height: chroma.height, orientation: orientation)
   }
 
   /// One strip: rows `rows` of `planes`, whose luma row 0 is image row `origin` and whose
@@ -150,13 +156,14 @@ final class PlanesResampler {
     }
   }
 
-  /// The output planes, with chroma centred at the output's subsampling; `corrupt` when rows
-  /// never arrived.
+  /// The output planes, upright by `orientation`, with chroma centred at the output's
+  /// subsampling; `corrupt` when rows never arrived.
   func finish(matrix: YCbCrMatrix, range: YCbCrRange) throws(PipelineError) -> YCbCrPlanes {
-    YCbCrPlanes(
+    let upright = orientation.displaySize(width: width, height: height)
+    return YCbCrPlanes(
       luma: try luma.finish(), cb: try cb.finish(), cr: try cr.finish(),
-      subsampling: YCbCrPlanes.subsampling(width: width, height: height), matrix: matrix, range: range,
-      siting: .centred)
+      subsampling: YCbCrPlanes.subsampling(width: upright.width, height: upright.height), matrix: matrix,
+      range: range, siting: .centred)
   }
 
   /// Whole `planes` (with an optional crop) at `width` × `height`, fed in bands of

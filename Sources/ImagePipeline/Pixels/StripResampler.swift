@@ -31,9 +31,11 @@ final class StripResampler {
   let layout: PixelBuffer.Layout
   let sourceWidth: Int
   let sourceHeight: Int
-  /// Destination size.
+  /// Destination size, in the source's orientation.
   let width: Int
   let height: Int
+  /// Where the destination is turned as it is written (`finish` returns the upright image).
+  let orientation: Orientation
   /// The source rows the window reads; strips may leave out the others.
   let rows: Range<Int>
   /// The next source row `consume` expects.
@@ -74,12 +76,15 @@ final class StripResampler {
   private let scratch: LanczosKernels.Scratch
   private let table: UnsafeMutablePointer<UnsafePointer<UInt8>>
 
-  /// A resampler of `window` of a `sourceWidth` × `sourceHeight` source to `width` × `height`.
+  /// A resampler of `window` of a `sourceWidth` × `sourceHeight` source to `width` × `height`,
+  /// written as `orientation` makes it upright (one-channel layouts only): each destination
+  /// row is stored where it belongs, so no orienting pass or second buffer follows.
   init(
     sourceWidth: Int, sourceHeight: Int, layout: PixelBuffer.Layout, window: Window? = nil, width: Int,
-    height: Int
+    height: Int, orientation: Orientation = .up
   ) {
     precondition(sourceWidth > 0 && sourceHeight > 0 && width > 0 && height > 0, "StripResampler: empty")
+    precondition(orientation == .up || layout == .gray, "StripResampler: orienting needs one channel")
     let window = window ?? .whole(width: sourceWidth, height: sourceHeight)
     precondition(window.width > 0 && window.height > 0, "StripResampler: empty window")
     self.layout = layout
@@ -87,6 +92,7 @@ final class StripResampler {
     self.sourceHeight = sourceHeight
     self.width = width
     self.height = height
+    self.orientation = orientation
     channels = layout.channels
     columns = Self.span(window.x, window.width, within: sourceWidth)
     rows = Self.span(window.y, window.height, within: sourceHeight)
@@ -221,7 +227,7 @@ final class StripResampler {
     }
   }
 
-  /// The destination image. Throws `corrupt` when rows the window reads never arrived (a
+  /// The destination image, upright by `orientation`. Throws `corrupt` when rows the window reads never arrived (a
   /// decoder that ran out of tiles); shapes and order are the decoder's to get right before it
   /// hands a strip over.
   func finish() throws(PipelineError) -> PixelBuffer {
@@ -231,7 +237,8 @@ final class StripResampler {
     }
     let bytes = output
     output = []
-    return PixelBuffer(width: width, height: height, layout: layout, bytes: bytes)
+    let size = orientation.displaySize(width: width, height: height)
+    return PixelBuffer(width: size.width, height: size.height, layout: layout, bytes: bytes)
   }
 
   // Produces every group of destination rows whose source rows have all arrived.
@@ -245,7 +252,7 @@ final class StripResampler {
         LanczosKernels.group(
           top: nextGroup, valid: min(LanczosKernels.lanes, height - nextGroup), table: table,
           tableFirst: span.lowerBound, samples: samples, channels: channels, horizontal: horizontal,
-          vertical: vertical, scratch: scratch, output: out.baseAddress!)
+          vertical: vertical, scratch: scratch, output: out.baseAddress!, orientation: orientation)
         nextGroup += LanczosKernels.lanes
       }
     }

@@ -5,6 +5,13 @@ import ImageCodecs
 /// decoder, which then reports sRGB). Untagged pixels are sRGB and are left alone.
 enum ColourStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
+    if var planes = c.planes {
+      // Planes the encoder takes (see `MergePlanesStep`) are converted in place, band by band.
+      c.planes = nil
+      try PlanesColour.toJFIFsRGB(&planes, from: c.colour)
+      c.planes = planes
+      return
+    }
     var pixels = try c.requirePixels()
     // The context lets go of the buffer first, so the conversion changes the only reference in
     // place instead of copying the whole image (copy-on-write).

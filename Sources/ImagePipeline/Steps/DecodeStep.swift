@@ -24,8 +24,10 @@ enum DecodeStep {
     let request = try c.decodeRequest()
     let decoder = decoder(for: request.header, configuration: c.configuration)
     let decoded = try decoder.decode(request)
-    // The decoded size must be what the headers promised (a lying header must not slip through).
-    let size = decoded.size
+    // The decoded size must be what the headers promised (a lying header must not slip through),
+    // in stored orientation whatever the decoder has turned.
+    var size = decoded.size
+    if decoded.applied.swapsDimensions { size = (size.height, size.width) }
     guard decoder.accepts(width: size.width, height: size.height, for: request) else {
       throw .corrupt(
         "the decoded image (\(size.width)x\(size.height)) does not match its header (\(request.header.width)x\(request.header.height))"

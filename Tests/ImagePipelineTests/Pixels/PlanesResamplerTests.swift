@@ -146,3 +146,35 @@ import Testing
     }
   }
 }
+
+extension PlanesResamplerTests {
+  /// Planes written upright as they are resampled are byte for byte the planes resampled in
+  /// stored orientation and then turned by `Orienter`, for every orientation, with odd sizes
+  /// and a short last group of rows.
+  @Test(arguments: Orientation.allCases)
+  func planesWrittenUprightMatchPlanesTurnedAfterwards(orientation: Orientation) throws {
+    for (w, h, dw, dh) in [(1001, 751, 333, 250), (64, 48, 37, 21), (35, 19, 17, 9)] {
+      let source = Self.planes(width: w, height: h, seed: 9)
+      let stored = try PlanesResampler.resize(source, width: dw, height: dh)
+      let resampler = PlanesResampler(
+        lumaSize: (w, h), chromaSize: (source.cb.width, source.cb.height), subsampling: (2, 2),
+        siting: .centred, width: dw, height: dh, orientation: orientation)
+      for first in stride(from: 0, to: h, by: 64) {
+        resampler.consume(Self.strip(source, first, min(64, h - first)), at: first)
+      }
+      let upright = try resampler.finish(matrix: .bt601, range: .full)
+      for (name, turned, expected) in [
+        ("luma", upright.luma, stored.luma), ("cb", upright.cb, stored.cb), ("cr", upright.cr, stored.cr),
+      ] {
+        let reference = Orienter.apply(orientation, to: expected)
+        #expect((turned.width, turned.height) == (reference.width, reference.height), "\(name) \(w)x\(h)")
+        #expect(StripResamplerTests.differences(turned.bytes, reference.bytes) == 0, "\(name) \(w)x\(h)")
+      }
+      let size = orientation.displaySize(width: dw, height: dh)
+      #expect((upright.width, upright.height) == (size.width, size.height))
+      #expect(
+        (upright.cb.width, upright.cb.height)
+          == YCbCrPlanes.chromaSize(width: size.width, height: size.height))
+    }
+  }
+}
