@@ -435,18 +435,7 @@ enum ConfigurationValue: Sendable {
 
   /// A JSON object of tenant → seconds (from a file, or as JSON text from the environment).
   func tenantSeconds() throws(ConfigurationError) -> [String: Int] {
-    var json: JSONValue
-    switch self {
-    case .json(let value): json = value
-    case .text(let text):
-      if text.trimmingASCIIWhitespace().isEmpty { return [:] }
-      do { json = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) } catch {
-        throw ConfigurationError("not valid JSON (expected an object of tenant: seconds)")
-      }
-    }
-    guard case .object(let members) = json else {
-      throw ConfigurationError("expected an object of tenant: seconds")
-    }
+    let members = try tenantObject()
     var result: [String: Int] = [:]
     for (tenant, value) in members {
       guard case .number(let d) = value, let n = Int(exactly: d), n > 0 else {
