@@ -126,7 +126,7 @@ import Testing
     // Stored out of order with gaps: the third extent comes first in the file.
     #expect(
       item.data[2].upperBound < item.data[0].lowerBound && item.data[0].upperBound < item.data[1].lowerBound)
-    let joined = item.bytes(in: bytes)
+    let joined = bytes.withUnsafeBytes { input in item.withBytes(in: input) { [UInt8]($0) } }
     #expect(joined.count == item.dataCount)
     #expect(Self.nalUnitLengthsCover(Array(joined), lengthSize: 4))
     #expect(try Pipeline().process(bytes).width == 96)

@@ -153,15 +153,6 @@ public struct HEIFCodedItem: Sendable {
     }
     return try outcome.get()
   }
-
-  /// The item's data as one array (copied only when it is split over several extents).
-  public func bytes(in input: [UInt8]) -> ArraySlice<UInt8> {
-    if data.count == 1, let only = data.first { return input[only] }
-    var joined: [UInt8] = []
-    joined.reserveCapacity(dataCount)
-    for range in data { joined.append(contentsOf: input[range]) }
-    return joined[...]
-  }
 }
 
 /// A `grid` derived image: `rows` × `columns` tiles of one size, placed left to right, top to
