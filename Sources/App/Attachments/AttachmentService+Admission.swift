@@ -91,14 +91,10 @@ extension AttachmentService {
       }
       slot.ownKey(name)
     }
-    // The profile the record describes: the first asked for, else the tenant's default; the
-    // tenant's default is made too, so that the plain `url` needs no second pass.
-    let tenantDefault = options.profiles.defaultProfile(for: principal.tenant)
     let request = UploadRequest(
       principal: principal, idempotencyKey: idempotencyKey, requestID: context.requestID, slot: slot,
-      maxBodyBytes: bodyLimit, overLimit: overLimit,
-      profiles: (requested + [tenantDefault]).filter { $0 != .default }.uniqued(),
-      describedProfile: requested.first ?? tenantDefault)
+      maxBodyBytes: bodyLimit, overLimit: overLimit
+    ).withProfiles(requested, options.profiles)
     return .admitted(
       UploadAdmission(request: request, boundary: boundary, contentType: contentType, expectedBytes: expected)
     )

@@ -298,15 +298,22 @@ struct UploadRequest: Sendable {
 }
 
 extension UploadRequest {
-  /// The request with the profiles of an upload that asked for none: the tenant's default,
-  /// described and made (a tus append or a completion after the creating request, whose query
-  /// is not this request's; another profile is one `/meta?profile=` away).
-  func withTenantDefaultProfile(_ profiles: ProfileOptions) -> UploadRequest {
+  /// The request with the profiles an upload asking for `requested` gets: the record describes
+  /// the first asked for, else the tenant's default; the tenant's default is made too, so that
+  /// the plain `url` needs no second pass.
+  func withProfiles(_ requested: [ModelProfile], _ options: ProfileOptions) -> UploadRequest {
     var copy = self
-    let tenantDefault = profiles.defaultProfile(for: principal.tenant)
-    copy.profiles = tenantDefault == .default ? [] : [tenantDefault]
-    copy.describedProfile = tenantDefault
+    let tenantDefault = options.defaultProfile(for: principal.tenant)
+    copy.profiles = (requested + [tenantDefault]).filter { $0 != .default }.uniqued()
+    copy.describedProfile = requested.first ?? tenantDefault
     return copy
+  }
+
+  /// The request with the profiles of an upload that asked for none (a tus append or a
+  /// completion after the creating request, whose query is not this request's; another profile
+  /// is one `/meta?profile=` away).
+  func withTenantDefaultProfile(_ options: ProfileOptions) -> UploadRequest {
+    withProfiles([], options)
   }
 }
 
