@@ -237,27 +237,14 @@ public final class SeaweedFS: Sendable {
     throw SeaweedFSError("SeaweedFS was not ready within 60 s:\n\(log)")
   }
 
+  /// Starts `path` with only stdin, stdout and stderr (`ChildProcess.start`: no descriptor of
+  /// the test process, such as another test's listening socket, leaks into the server).
   private func spawn(_ path: String, _ arguments: [String], output: String) throws(SeaweedFSError) -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    // Only stdin, stdout and stderr: no descriptor of the test process (another test's listening
-    // socket) leaks into the server. One closed meanwhile is ignored by glibc's posix_spawn.
-    let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    for fd in open.compactMap({ Int32($0) }) where fd > 2 {
-      posix_spawn_file_actions_addclose(&actions, fd)
+    do {
+      return try ChildProcess.start(path, arguments, output: output)
+    } catch {
+      throw SeaweedFSError("starting \(path): \(error)")
     }
-    let argv = ([path] + arguments).map { strdup($0) } + [nil]
-    defer { for argument in argv { free(argument) } }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, path, &actions, nil, argv, environ)
-    guard result == 0 else {
-      throw SeaweedFSError("posix_spawn \(path): \(String(cString: strerror(result)))")
-    }
-    return pid
   }
 
   /// `count` ports p, each with p + 10 000 free too, below the kernel's ephemeral range (32768+)
