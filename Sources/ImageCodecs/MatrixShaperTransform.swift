@@ -21,8 +21,8 @@ final class MatrixShaperTransform: Sendable {
 
   // Q29 products summed and shifted by 13 give the Q16 index of `encode`.
   private static let productOne = Double(1 << 29)
-  private static let outputOne: Int32 = 1 << 16
-  private static let shift: Int32 = 13
+  private static let outputOne: Int32 = 1 << 14
+  private static let shift: Int32 = 15
 
   /// nil when either profile is not RGB matrix-shaper, or the matrix is too extreme for Int32 sums.
   init?(source: LCMSProfile, target: LCMSProfile) {

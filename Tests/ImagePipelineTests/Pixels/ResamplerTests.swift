@@ -182,6 +182,28 @@ import Testing
     }
   }
 
+  @Test func windowTapsByRotationAgreeWithTheKernelEvaluatedTapByTap() {
+    // (source, destination, extent, offset): shrinking 2×, ~16× (a 200 MP photo), enlarging,
+    // and a chroma plane's shortened extent and co-sited offset.
+    let axes: [(Int, Int, Double?, Double)] = [
+      (4032, 2048, nil, 0), (16320, 1024, nil, 0), (100, 333, nil, 0), (2016, 1024, 2015.5, -0.25),
+    ]
+    for (source, destination, extent, offset) in axes {
+      let scale = (extent ?? Double(source)) / Double(destination)
+      let filterScale = max(scale, 1)
+      for index in [0, 1, destination / 3, destination / 2, destination - 2, destination - 1] {
+        let (start, taps) = LanczosWeights.window(
+          index, source: source, destination: destination, extent: extent, offset: offset)
+        let center = offset + (Double(index) + 0.5) * scale
+        let direct = taps.indices.map { LanczosWeights.kernel((Double(start + $0) - center + 0.5) / filterScale) }
+        let total = direct.reduce(0, +)
+        for (tap, expected) in zip(taps, direct) {
+          #expect(abs(tap - expected / total) < 1e-12, "\(source)→\(destination) #\(index)")
+        }
+      }
+    }
+  }
+
   @Test func transparentPixelsDoNotBleedTheirColourIntoOpaqueNeighbours() {
     // Left half opaque red, right half fully transparent but storing pure green.
     let (width, height) = (40, 8)
