@@ -27,10 +27,11 @@ let package = Package(
     // FFmpeg's HEVC decoder for HEIF tiles; libavutil holds its frames, buffers and log.
     systemLibrary("CAVCodec", pkgConfig: "libavcodec", apt: ["libavcodec-dev", "libavutil-dev"]),
     systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
-    systemLibrary("CPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
+    // libpq and libcurl: headers only, loaded on first use by DelayLoad (not linked).
+    systemLibrary("CPQ", pkgConfig: nil, apt: ["libpq-dev"]),
     systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     // The S3 client: HTTP(S), connection reuse and SigV4 signing (Debian 12: curl 7.88).
-    systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+    systemLibrary("CCurl", pkgConfig: nil, apt: ["libcurl4-openssl-dev"]),
     // epoll, eventfd, sendfile, accept4: Linux headers the Glibc module leaves out.
     .systemLibrary(name: "CLinux"),
 
@@ -55,7 +56,9 @@ let package = Package(
     // SHA-256, HMAC, random ids, constant-time comparison (libcrypto).
     .target(name: "Crypto", dependencies: ["CCrypto"]),
     // Content-addressed blobs (files or S3) + SQLite or PostgreSQL index, behind protocols.
-    .target(name: "Storage", dependencies: ["CSQLite", "CPQ", "CCurl", "Crypto"]),
+    .target(name: "Storage", dependencies: ["CSQLite", "DelayLoad", "Crypto"]),
+    // libcurl and libpq opened when the S3 store or the PostgreSQL index first needs them.
+    .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.

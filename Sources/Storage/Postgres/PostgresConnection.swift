@@ -1,4 +1,5 @@
 private import CPQ
+private import DelayLoad
 import Foundation
 
 /// A value bound to a statement parameter: always sent apart from the SQL text, never spliced in.

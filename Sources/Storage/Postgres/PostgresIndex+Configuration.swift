@@ -1,4 +1,5 @@
 private import CPQ
+private import DelayLoad
 import Foundation
 
 extension PostgresIndex {
@@ -138,6 +139,7 @@ struct PostgresURL: Sendable {
     guard !url.utf8.contains(0) else {
       throw StorageError(.invalidArgument, "PostgreSQL URL holds a NUL byte")
     }
+    try DelayedLibrary.pq()
     var message: UnsafeMutablePointer<CChar>?
     guard let options = PQconninfoParse(url, &message) else {
       // libpq's message can quote part of the URL (a bad percent-escape in the password).

@@ -1,4 +1,5 @@
 private import CCurl
+private import DelayLoad
 import Glibc
 import Synchronization
 
@@ -39,6 +40,7 @@ final class CurlEasy: @unchecked Sendable {
 
   /// A new handle; libcurl is initialised once per process first.
   init() throws {
+    try DelayedLibrary.curl()
     guard CurlEasy.globalInit else { throw StorageError(.io, "curl_global_init failed") }
     guard let handle = curl_easy_init() else { throw StorageError(.io, "curl_easy_init failed") }
     self.handle = handle
