@@ -51,8 +51,11 @@ let package = Package(
     // Optimised even in debug builds: the pixel loops (resize, rotate, flatten) are ~50x slower
     // unoptimised, which would put a single corpus photo over a minute in `swift test`.
     .target(
-      name: "ImagePipeline", dependencies: ["ImageCodecs"],
+      name: "ImagePipeline", dependencies: ["ImageCodecs", "PixelKernels"],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+    // AVX2 versions of ImagePipeline's hottest loops, chosen at run time (C: Swift cannot ask for
+    // AVX2 in one function). Optimised in debug builds too.
+    .target(name: "PixelKernels", cSettings: [.unsafeFlags(["-O2"])]),
     // SHA-256, HMAC, random ids, constant-time comparison (libcrypto).
     .target(name: "Crypto", dependencies: ["CCrypto"]),
     // Content-addressed blobs (files or S3) + SQLite or PostgreSQL index, behind protocols.

@@ -182,6 +182,49 @@ import Testing
     }
   }
 
+  @Test(.enabled(if: LanczosKernels.hasAVX2, "skipped: no AVX2 on this CPU"))
+  func theAVX2VerticalPassEqualsTheSSE2OneBitForBit() {
+    // Shrinking 2× (12 taps), 16× (~100 taps), enlarging (6 taps) and 1-tap tables; widths that
+    // end inside a 32- and a 16-sample vector and in the scalar tail; random bytes, so extreme
+    // Lanczos overshoot and wrapping sums are covered too.
+    var state: UInt64 = 0x2545_F491_4F6C_DD1D
+    func next() -> UInt64 {
+      state ^= state << 13
+      state ^= state >> 7
+      state ^= state << 17
+      return state
+    }
+    for (source, destination) in [(4032, 2048), (3000, 187), (50, 151), (9, 9)] {
+      let weights = LanczosWeights(source: source, destination: destination)
+      let rows = (0..<weights.stride).map { _ in (0..<4101).map { _ in UInt8(truncatingIfNeeded: next()) } }
+      let pointers = rows.map { row in row.withUnsafeBufferPointer { UnsafePointer(strdupBytes($0)) } }
+      defer { for pointer in pointers { pointer.deallocate() } }
+      for samples in [1, 15, 16, 31, 33, 47, 4032, 4101] {
+        for y in [0, destination / 2, destination - 1] {
+          var sse2 = [Int16](repeating: 0, count: samples)
+          var avx2 = [Int16](repeating: 0, count: samples)
+          pointers.withUnsafeBufferPointer { table in
+            sse2.withUnsafeMutableBufferPointer {
+              LanczosKernels.verticalPassSSE2(
+                rows: table.baseAddress!, samples: samples, weights: weights, y: y, dst: $0.baseAddress!)
+            }
+            avx2.withUnsafeMutableBufferPointer {
+              LanczosKernels.verticalPassAVX2(
+                rows: table.baseAddress!, samples: samples, weights: weights, y: y, dst: $0.baseAddress!)
+            }
+          }
+          #expect(sse2 == avx2, "\(source)→\(destination) y \(y), \(samples) samples")
+        }
+      }
+    }
+    /// A heap copy of `bytes` that outlives the closure (freed by the caller).
+    func strdupBytes(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeMutablePointer<UInt8> {
+      let copy = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes.count)
+      copy.initialize(from: bytes.baseAddress!, count: bytes.count)
+      return copy
+    }
+  }
+
   @Test func windowTapsByRotationAgreeWithTheKernelEvaluatedTapByTap() {
     // (source, destination, extent, offset): shrinking 2×, ~16× (a 200 MP photo), enlarging,
     // and a chroma plane's shortened extent and co-sited offset.
