@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import App
@@ -57,7 +58,7 @@ import Testing
   }
 
   @Test func recordedLinesLandInTheSinkWithACurrentTimestamp() throws {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("attachd-\(UUID()).log").path
+    let path = ScratchSpace.file("attachd", suffix: "log")
     let log = AccessLog(sink: try LogSink(appendingTo: path))
     log.record(entry(target: "/healthz"))
     log.record(entry(target: "/readyz"))

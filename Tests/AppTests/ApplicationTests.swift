@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import Server
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import App
@@ -15,9 +16,7 @@ import Testing
   }
 
   func temporaryDirectory() throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("attachd-app-\(UUID())").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
+    try ScratchSpace.directory("attachd-app")
   }
 
   /// Collects what a body consumer sends; `offload` runs the work at once, as a free worker

@@ -3,6 +3,7 @@ import HTTP
 import ImagePipeline
 import Server
 import Storage
+import TestSupport
 import Testing
 
 @testable import App
@@ -66,7 +67,7 @@ import Testing
   }
 
   @Test func unknownErrorsAreInternalAndTheirTextStaysInTheLog() throws {
-    let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("attachd-\(UUID()).log").path
+    let logPath = ScratchSpace.file("attachd", suffix: "log")
     let log = EventLog(sink: try LogSink(appendingTo: logPath))
     let response = ErrorTable.response(for: LibraryError(), requestID: "req-1", log: log)
     #expect(response.status == 500)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Real clients for live tests: curl as a subprocess, always under a time limit.
@@ -61,9 +62,7 @@ enum LiveTesting {
 
   /// A fresh empty directory under the system temporary directory.
   static func temporaryDirectory() throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("attachd-live-\(UUID())").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
+    try ScratchSpace.directory("attachd-live")
   }
 
   /// The lines of a log file, each parsed as a JSON object.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import App
@@ -61,7 +62,7 @@ import Testing
   }
 
   @Test func linesArriveInOrder() throws {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("attachd-\(UUID()).log").path
+    let path = ScratchSpace.file("attachd", suffix: "log")
     let sink = try LogSink(appendingTo: path)
     for i in 0..<2000 { sink.write(Array("\(i)\n".utf8)) }
     sink.flush()

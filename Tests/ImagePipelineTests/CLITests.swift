@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ImagePipeline
@@ -6,10 +7,7 @@ import Testing
 @Suite(.enabled(if: corpusPresent, "skipped: corpus not present"))
 struct CLITests {
   static func temporaryDirectory() throws -> URL {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-      "attachd-cli-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    return dir
+    URL(fileURLWithPath: try ScratchSpace.directory("attachd-cli"))
   }
 
   static func corpusPath(_ name: String) -> String {

@@ -16,7 +16,6 @@ struct ColourTests {
   @Test func rgbToGBRCanaryShowsTheColoursItsLabelsName() throws {
     let input = try corpusBytes("jpeg-icc-rgb-to-gbr-swap.jpg")
     let result = try Pipeline().process(input)
-    try Data(result.jpeg).write(to: URL(fileURLWithPath: "/tmp/attachd-gbr-swap.jpg"))
     let out = try JPEGCodec.decode(result.jpeg)
     let raw = try JPEGCodec.decode(input)
     // Stored pixels: blue behind "RED" (top), red behind "GREEN" (lower left), green behind "BLUE"

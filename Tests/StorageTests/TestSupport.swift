@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Storage
 import Synchronization
+import TestSupport
 
 /// A fresh directory under the system temp dir, removed when the value is released.
 final class TemporaryDirectory: Sendable {
@@ -9,7 +10,7 @@ final class TemporaryDirectory: Sendable {
 
   /// A new directory under `parent`, or under the system temp dir when nil.
   init(under parent: String? = nil) throws {
-    var template = Array(((parent ?? NSTemporaryDirectory()) + "/attachd-storage-XXXXXX").utf8CString)
+    var template = Array(((parent ?? ScratchSpace.root) + "/attachd-storage-XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else { throw StorageError(.io, "mkdtemp failed") }
     path = String(cString: made)
   }

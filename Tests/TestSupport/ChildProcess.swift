@@ -144,7 +144,7 @@ public enum ChildProcess {
   }
 
   private static func temporaryFile(contents: String) throws -> String {
-    var template = Array((NSTemporaryDirectory() + "/attachd-child-XXXXXX").utf8CString)
+    var template = Array((ScratchSpace.root + "/attachd-child-XXXXXX").utf8CString)
     let descriptor = mkstemp(&template)
     guard descriptor >= 0 else { throw Failure(description: "mkstemp failed, errno \(errno)") }
     close(descriptor)

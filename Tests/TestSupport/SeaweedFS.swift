@@ -72,7 +72,7 @@ public final class SeaweedFS: Sendable {
   }
 
   private init() throws(SeaweedFSError) {
-    var template = Array((NSTemporaryDirectory() + "/attachd-seaweedfs-XXXXXX").utf8CString)
+    var template = Array((ScratchSpace.root + "/attachd-seaweedfs-XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else { throw SeaweedFSError("mkdtemp failed: errno \(errno)") }
     directory = String(cString: made)
     ports = try Self.freePortPairs(5)

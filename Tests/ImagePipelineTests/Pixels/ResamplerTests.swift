@@ -238,7 +238,9 @@ import Testing
         let (start, taps) = LanczosWeights.window(
           index, source: source, destination: destination, extent: extent, offset: offset)
         let center = offset + (Double(index) + 0.5) * scale
-        let direct = taps.indices.map { LanczosWeights.kernel((Double(start + $0) - center + 0.5) / filterScale) }
+        let direct = taps.indices.map {
+          LanczosWeights.kernel((Double(start + $0) - center + 0.5) / filterScale)
+        }
         let total = direct.reduce(0, +)
         for (tap, expected) in zip(taps, direct) {
           #expect(abs(tap - expected / total) < 1e-12, "\(source)→\(destination) #\(index)")
