@@ -1,5 +1,6 @@
 import Foundation
 import Server
+import TestSupport
 import Testing
 
 @testable import App
@@ -7,8 +8,7 @@ import Testing
 @Suite struct ConfigurationLoaderTests {
   /// Writes `json` to a fresh temporary file and returns its path.
   func configFile(_ json: String) throws -> String {
-    let path = FileManager.default.temporaryDirectory
-      .appendingPathComponent("attachd-config-\(UUID().uuidString).json").path
+    let path = ScratchSpace.file("attachd-config", suffix: "json")
     try Data(json.utf8).write(to: URL(fileURLWithPath: path))
     return path
   }

@@ -184,6 +184,8 @@ public final class SeaweedFS: Sendable {
     }
     let (master, volume, filer, s3, admin) = (ports[0], ports[1], ports[2], ports[3], ports[4])
     let arguments = [
+      // glog's files go beside the server's, not into the system temp dir (a flag before the command).
+      "-logdir=\(directory)",
       "mini", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=\(directory)/data",
       "-s3.config=\(directory)/s3.json", "-master.port=\(master)", "-volume.port=\(volume)",
       "-filer.port=\(filer)", "-s3.port=\(s3)", "-admin.port=\(admin)", "-admin.ui=false",
