@@ -1,0 +1,65 @@
+import Foundation
+import ImageCodecs
+import TestSupport
+import Testing
+
+/// The built `attachd process` command, run as a user (and `Scripts/bench-pipeline`) runs it.
+@Suite(.enabled(if: ServeBinaryTests.binary != nil, "attachd binary not built")) struct ProcessBinaryTests {
+  struct Run {
+    var status: Int32
+    var stderr: String
+  }
+
+  static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try #require(ServeBinaryTests.binary))
+    process.arguments = arguments
+    process.environment = environment
+    let errors = Pipe()
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let text = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Run(status: process.terminationStatus, stderr: String(decoding: text, as: UTF8.self))
+  }
+
+  @Test(.enabled(if: Corpus.directory != nil, "skipped: corpus not present"))
+  func anIPhoneHEICBecomesAnUprightJPEGWithNoMetadata() throws {
+    let output = try ScratchSpace.directory("attachd-process") + "/out.jpg"
+    let input = try #require(Corpus.directory).appendingPathComponent("heic-iphonexs-irot-exif6-gps.heic")
+      .path
+    let result = try Self.run(["process", input, output])
+    #expect(result.status == 0, "\(result.stderr)")
+    let jpeg = try [UInt8](Data(contentsOf: URL(fileURLWithPath: output)))
+    let pixels = try JPEGCodec.decode(jpeg)
+    // Stored 4032 × 3024 with a quarter turn: upright it is portrait, fitted to 2048.
+    #expect((pixels.width, pixels.height) == (1536, 2048))
+    #expect(JPEGCodec.iccProfile(jpeg) == nil)
+    // No APP1 (EXIF, XMP) marker and no "Exif" or GPS bytes anywhere.
+    let data = Data(jpeg)
+    #expect(data.range(of: Data([0xFF, 0xE1])) == nil)
+    #expect(data.range(of: Data("Exif".utf8)) == nil)
+  }
+
+  @Test func aTruncatedFileIsOneLineOnStandardErrorAndNoOutputFile() throws {
+    let directory = try ScratchSpace.directory("attachd-process")
+    let input = directory + "/cut.jpg"
+    // A JPEG header and nothing else.
+    try Data([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0])
+      .write(to: URL(fileURLWithPath: input))
+    let result = try Self.run(["process", input, directory + "/out.jpg"])
+    #expect(result.status != 0)
+    #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: directory + "/out.jpg"))
+  }
+
+  @Test func theImageCommandsMapNeitherLibcurlNorLibpq() throws {
+    // LD_DEBUG=files names every object the dynamic linker loads, dlopen'ed ones included.
+    let result = try Self.run(["--version"], environment: ["LD_DEBUG": "files"])
+    #expect(result.status == 0)
+    #expect(result.stderr.contains("libavcodec"), "LD_DEBUG gave nothing to check")
+    #expect(!result.stderr.contains("libcurl"))
+    #expect(!result.stderr.contains("libpq"))
+  }
+}
