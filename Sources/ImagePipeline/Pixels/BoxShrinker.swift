@@ -88,6 +88,31 @@ enum BoxShrinker {
     to o: UnsafeMutablePointer<UInt8>
   ) {
     let n = UInt64(span &* rows)
+    var pixels = pixels
+    // The common case, a plane shrunk by 2 or 4 whole blocks (n a power of two): 8 pixels at a
+    // time, pairs of columns summed with even/odd lane shuffles and the mean taken by a shift.
+    // As scalar code (a 64-bit multiply per sample) this was 10 % of a 48 MP HEIC's process.
+    if channels == 1, span == factorX, span == 2 || span == 4, n & (n - 1) == 0 {
+      let shift = UInt16(n.trailingZeroBitCount)
+      let half = SIMD8<UInt16>(repeating: UInt16(n / 2))
+      let source = UnsafeRawPointer(sum)
+      var x = pixels.lowerBound
+      while x + 8 <= pixels.upperBound {
+        let at = x &* span &* 2
+        var pairs = source.loadUnaligned(fromByteOffset: at, as: SIMD16<UInt16>.self)
+        var totals = pairs.evenHalf &+ pairs.oddHalf
+        if span == 4 {
+          pairs = SIMD16(lowHalf: totals, highHalf: totals)
+          let next = source.loadUnaligned(fromByteOffset: at + 32, as: SIMD16<UInt16>.self)
+          pairs.highHalf = next.evenHalf &+ next.oddHalf
+          totals = pairs.evenHalf &+ pairs.oddHalf
+        }
+        UnsafeMutableRawPointer(o + x).storeBytes(
+          of: SIMD8<UInt8>(truncatingIfNeeded: (totals &+ half) &>> shift), as: SIMD8<UInt8>.self)
+        x += 8
+      }
+      pixels = x..<pixels.upperBound
+    }
     // (total + n/2) / n by a multiply and shift: exact for every n ≤ 256 and
     // total ≤ 256 × 255 (checked exhaustively); a division per sample costs more than
     // the rest of the shrink.
