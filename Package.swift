@@ -25,7 +25,8 @@ let package = Package(
     systemLibrary("CGIF", pkgConfig: nil, apt: ["libgif-dev"]),
     systemLibrary("CLCMS2", pkgConfig: "lcms2", apt: ["liblcms2-dev"]),
     // FFmpeg's HEVC decoder for HEIF tiles; libavutil holds its frames, buffers and log.
-    systemLibrary("CAVCodec", pkgConfig: "libavcodec", apt: ["libavcodec-dev", "libavutil-dev"]),
+    // Headers only: DelayLoad opens libavcodec when the first HEVC decoder does (not linked).
+    systemLibrary("CAVCodec", pkgConfig: nil, apt: ["libavcodec-dev", "libavutil-dev"]),
     systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
     // libpq and libcurl: headers only, loaded on first use by DelayLoad (not linked).
     systemLibrary("CPQ", pkgConfig: nil, apt: ["libpq-dev"]),
@@ -44,7 +45,7 @@ let package = Package(
     .target(
       name: "ImageCodecs",
       dependencies: [
-        "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec",
+        "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec", "DelayLoad",
       ],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // Pure Swift steps: sniff, limits, container parsers, orient, resize, verify.
@@ -60,8 +61,9 @@ let package = Package(
     .target(name: "Crypto", dependencies: ["CCrypto"]),
     // Content-addressed blobs (files or S3) + SQLite or PostgreSQL index, behind protocols.
     .target(name: "Storage", dependencies: ["CSQLite", "DelayLoad", "Crypto"]),
-    // libcurl and libpq opened when the S3 store or the PostgreSQL index first needs them.
-    .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl"]),
+    // libcurl, libpq and libavcodec opened when the S3 store, the PostgreSQL index or the first
+    // HEVC decoder needs them.
+    .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl", "CAVCodec"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.

@@ -21,33 +21,34 @@ public enum AVCodecLog {
   public typealias Handler = @Sendable (_ level: Level, _ component: String, _ message: String) -> Void
 
   private static let handler = Mutex<Handler?>(nil)
+  /// The level libavcodec is told once it is loaded (`AV_LOG_QUIET` while no handler is set).
+  private static let level = Mutex<Int32>(AV_LOG_QUIET)
+  /// Whether libavcodec is loaded and logs through the callback.
   private static let installed = Mutex(false)
 
   /// Sends messages at `minimum` or above to `handler` (nil: drop them all, the default).
   /// The handler is called on decoding threads, possibly several at once; it must not block.
+  /// libavcodec is opened by the first HEVC decoder (see `Sources/DelayLoad`), not by this: a
+  /// process that never decodes HEVC never maps it.
   public static func setHandler(minimum: Level = .warning, _ newHandler: Handler?) {
     installed.withLock { installed in
       handler.withLock { $0 = newHandler }
-      install(&installed)
       // libavcodec formats nothing above this level (the C callback filters on it).
-      av_log_set_level(newHandler == nil ? AV_LOG_QUIET : avLevel(minimum))
+      let newLevel = newHandler == nil ? AV_LOG_QUIET : avLevel(minimum)
+      level.withLock { $0 = newLevel }
+      if installed { av_log_set_level(newLevel) }
     }
   }
 
-  /// Installs the callback once, before the first decoder opens: until then libavcodec logs to
-  /// standard error, which the service must never do.
+  /// Installs the callback once, when libavcodec has been loaded and before the first decoder
+  /// opens: until then libavcodec would log to standard error, which the service must never do.
   static func installIfNeeded() {
     installed.withLock { installed in
       guard !installed else { return }
-      av_log_set_level(AV_LOG_QUIET)
-      install(&installed)
+      av_log_set_level(level.withLock { $0 })
+      CAVCodec_installLogCallback()
+      installed = true
     }
-  }
-
-  private static func install(_ installed: inout Bool) {
-    guard !installed else { return }
-    CAVCodec_installLogCallback()
-    installed = true
   }
 
   private static func avLevel(_ level: Level) -> Int32 {

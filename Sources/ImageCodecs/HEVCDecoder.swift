@@ -1,4 +1,5 @@
 private import CAVCodec
+private import DelayLoad
 
 /// Decodes the HEVC pictures of a HEIF image (each grid tile, or the one picture of a plain
 /// image) with libavcodec's HEVC decoder, one sample at a time. Create one per configuration
@@ -9,6 +10,16 @@ private import CAVCodec
 /// stop at the first bitstream error (`AV_EF_EXPLODE`) and its corrupt-frame flags are checked.
 public final class HEVCDecoder {
   static let codec = "hevc"
+
+  /// Why libavcodec.so.59 could not be opened (once per process, by the first decoder), or nil
+  /// when it is loaded. Nothing else in the process maps it (`Sources/DelayLoad`).
+  private static let libraryFailure: String? = {
+    var reason = [CChar](repeating: 0, count: 256)
+    let loaded = reason.withUnsafeMutableBufferPointer { DelayLoad_avcodec($0.baseAddress, $0.count) }
+    if loaded == 1 { return nil }
+    return "libavcodec.so.59 cannot be loaded: "
+      + reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+  }()
 
   /// Decoder settings.
   public struct Configuration: Sendable, Equatable {
@@ -71,6 +82,7 @@ public final class HEVCDecoder {
     self.configuration = configuration
     self.lengthSize = Int(record[21] & 3) + 1
     guard lengthSize != 3 else { throw CodecError(.corrupt, codec: Self.codec, "hvcC: 3-byte NAL lengths") }
+    if let failure = Self.libraryFailure { throw CodecError(.internal, codec: Self.codec, failure) }
     AVCodecLog.installIfNeeded()
     guard let decoder = avcodec_find_decoder(AV_CODEC_ID_HEVC) else {
       throw CodecError(.internal, codec: Self.codec, "libavcodec has no HEVC decoder")

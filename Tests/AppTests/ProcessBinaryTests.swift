@@ -54,12 +54,29 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: directory + "/out.jpg"))
   }
 
-  @Test func theImageCommandsMapNeitherLibcurlNorLibpq() throws {
-    // LD_DEBUG=files names every object the dynamic linker loads, dlopen'ed ones included.
-    let result = try Self.run(["--version"], environment: ["LD_DEBUG": "files"])
+  /// The shared objects a run of `arguments` maps, from the dynamic linker's own account
+  /// (LD_DEBUG=files names every object it loads, dlopen'ed ones included).
+  static func mapped(_ arguments: [String]) throws -> String {
+    let result = try run(arguments, environment: ["LD_DEBUG": "files"])
     #expect(result.status == 0)
-    #expect(result.stderr.contains("libavcodec"), "LD_DEBUG gave nothing to check")
-    #expect(!result.stderr.contains("libcurl"))
-    #expect(!result.stderr.contains("libpq"))
+    #expect(result.stderr.contains("libturbojpeg"), "LD_DEBUG gave nothing to check")
+    return result.stderr
+  }
+
+  @Test(.enabled(if: Corpus.directory != nil, "skipped: corpus not present"))
+  func librariesAreMappedOnlyByTheInputsThatNeedThem() throws {
+    let corpus = try #require(Corpus.directory)
+    let output = try ScratchSpace.directory("attachd-process") + "/out.jpg"
+    // A JPEG needs neither the storage clients nor the HEVC decoder's ~95 libraries.
+    let jpeg = try Self.mapped([
+      "process", corpus.appendingPathComponent("jpeg-iphone6-gps.jpg").path, output,
+    ])
+    for library in ["libcurl", "libpq", "libavcodec"] { #expect(!jpeg.contains(library), "\(library)") }
+    // An iPhone HEIC opens libavcodec (and libavutil with it) when its first tile is decoded.
+    let heic = try Self.mapped([
+      "process", corpus.appendingPathComponent("heic-iphonexs-irot-exif6-gps.heic").path, output,
+    ])
+    #expect(heic.contains("libavcodec.so.59") && heic.contains("libavutil.so.57"))
+    for library in ["libcurl", "libpq"] { #expect(!heic.contains(library), "\(library)") }
   }
 }

@@ -1,4 +1,4 @@
-// libcurl and libpq are loaded when first needed (dlopen), not when attachd starts.
+// libcurl, libpq and libavcodec are loaded when first needed (dlopen), not when attachd starts.
 //
 // Only the S3 blob store needs libcurl and only the PostgreSQL index needs libpq, yet linking
 // them brings ~25 shared libraries into every process (OpenSSL, Kerberos, LDAP, SASL, libssh2,
@@ -10,12 +10,16 @@
 // a configuration error; a forwarder reached without a loaded library aborts (a bug, not input).
 #pragma once
 #include <curl/curl.h>
+#include <libavcodec/avcodec.h>
+#include <libavutil/pixdesc.h>
 #include <postgresql/libpq-fe.h>
 #include <stddef.h>
 
 // 1 when libcurl.so.4 (libpq.so.5) is loaded; else 0 and `error` holds dlopen's reason.
 int DelayLoad_curl(char *error, size_t size);
 int DelayLoad_pq(char *error, size_t size);
+// 1 when libavcodec.so.59 (with libavutil) is loaded (AVCodec.c: HEIC's HEVC decoder).
+int DelayLoad_avcodec(char *error, size_t size);
 
 // curl_easy_setopt and curl_easy_getinfo are variadic C functions, which Swift cannot call. Each
 // wrapper below passes exactly the argument type its options document, so no value is ever
