@@ -27,7 +27,11 @@ struct ResumableProxyTests {
     let location = try #require(resumed.interim.header("Location"))
     #expect(location.hasPrefix("http://127.0.0.1:\(proxy.port)/v1/uploads/upl_"), "the URL names the proxy")
     #expect(resumed.offset.status == 204)
-    #expect(resumed.offset.header("Upload-Offset") == String(body.count / 2))
+    // Whatever HAProxy had passed on when the client dropped: when the client goes, HAProxy resets
+    // its side to attachd, so bytes still in its buffers are lost (under load, the 100 ms the
+    // client waits before dropping is not always enough for all of them). Never more than was sent.
+    let offset = Int(resumed.offset.header("Upload-Offset") ?? "") ?? -1
+    #expect(offset > 0 && offset <= body.count / 2, "offset \(offset) of \(body.count / 2) sent")
     #expect(resumed.final.status == 201)
     #expect(Interop.facts(resumed.final.json) == (try Interop.plainFacts(server, Interop.jpeg)))
   }
