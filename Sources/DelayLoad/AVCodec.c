@@ -6,7 +6,7 @@
 // (codecs, X11, VA-API, cairo, librsvg …): ~15 ms and ~15 MB of every process that maps it. Opened
 // with its dependencies (libavutil among them) when the first HEVC decoder opens; dlsym on its
 // handle finds libavutil's functions too.
-static Library avcodec = {"libavcodec.so.59", PTHREAD_ONCE_INIT, NULL, ""};
+static Library avcodec = {"libavcodec.so.59", 0, NULL, ""};
 
 int DelayLoad_avcodec(char *error, size_t size) { return Library_open(&avcodec, error, size); }
 

@@ -2,7 +2,7 @@
 #include "Library.h"
 
 // --- libcurl (Debian 12: libcurl4, curl 7.88) ---------------------------------------------------
-static Library curl = {"libcurl.so.4", PTHREAD_ONCE_INIT, NULL, ""};
+static Library curl = {"libcurl.so.4", 0, NULL, ""};
 
 int DelayLoad_curl(char *error, size_t size) { return Library_open(&curl, error, size); }
 
@@ -39,7 +39,7 @@ CURLcode CCurl_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
 }
 
 // --- libpq (Debian 12: libpq5, PostgreSQL 15) ---------------------------------------------------
-static Library pq = {"libpq.so.5", PTHREAD_ONCE_INIT, NULL, ""};
+static Library pq = {"libpq.so.5", 0, NULL, ""};
 
 int DelayLoad_pq(char *error, size_t size) { return Library_open(&pq, error, size); }
 

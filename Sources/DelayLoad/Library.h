@@ -9,33 +9,28 @@
 
 typedef struct {
   const char *soname;
-  pthread_once_t once;
+  int tried;  // under `openLock`: dlopen has been called (handle or error is set)
   void *handle;
   char error[256];
 } Library;
 
-static Library *opening;
 static pthread_mutex_t openLock = PTHREAD_MUTEX_INITIALIZER;
-
-static void Library_load(void) {
-  Library *library = opening;
-  library->handle = dlopen(library->soname, RTLD_NOW | RTLD_LOCAL);
-  if (!library->handle) {
-    const char *reason = dlerror();
-    snprintf(library->error, sizeof library->error, "%s", reason ? reason : "dlopen failed");
-  }
-}
 
 // 1 when the library is open (opening it on the first call); else 0 with the reason in `error`.
 static int Library_open(Library *library, char *error, size_t size) {
-  // pthread_once takes no argument: the lock hands it the library (first calls are rare).
   pthread_mutex_lock(&openLock);
-  opening = library;
-  pthread_once(&library->once, Library_load);
+  if (!library->tried) {
+    library->handle = dlopen(library->soname, RTLD_NOW | RTLD_LOCAL);
+    if (!library->handle) {
+      const char *reason = dlerror();
+      snprintf(library->error, sizeof library->error, "%s", reason ? reason : "dlopen failed");
+    }
+    library->tried = 1;
+  }
+  int open = library->handle != NULL;
   pthread_mutex_unlock(&openLock);
-  if (library->handle) return 1;
-  if (error && size) snprintf(error, size, "%s", library->error);
-  return 0;
+  if (!open && error && size) snprintf(error, size, "%s", library->error);
+  return open;
 }
 
 // `name` in the library, cached in `slot`. Storage opens the library before its first call, so
