@@ -8,7 +8,7 @@
 // handle finds libavutil's functions too.
 static Library avcodec = {"libavcodec.so.59", 0, NULL, ""};
 
-int DelayLoad_avcodec(char *error, size_t size) { return Library_open(&avcodec, error, size); }
+const char *DelayLoad_avcodec(void) { return Library_open(&avcodec); }
 
 FORWARD(avcodec, const AVCodec *, avcodec_find_decoder, (enum AVCodecID id), (id))
 FORWARD(avcodec, AVCodecContext *, avcodec_alloc_context3, (const AVCodec *codec), (codec))

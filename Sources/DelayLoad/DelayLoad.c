@@ -4,7 +4,7 @@
 // --- libcurl (Debian 12: libcurl4, curl 7.88) ---------------------------------------------------
 static Library curl = {"libcurl.so.4", 0, NULL, ""};
 
-int DelayLoad_curl(char *error, size_t size) { return Library_open(&curl, error, size); }
+const char *DelayLoad_curl(void) { return Library_open(&curl); }
 
 FORWARD(curl, CURLcode, curl_global_init, (long flags), (flags))
 FORWARD(curl, CURL *, curl_easy_init, (void), ())
@@ -41,7 +41,7 @@ CURLcode CCurl_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
 // --- libpq (Debian 12: libpq5, PostgreSQL 15) ---------------------------------------------------
 static Library pq = {"libpq.so.5", 0, NULL, ""};
 
-int DelayLoad_pq(char *error, size_t size) { return Library_open(&pq, error, size); }
+const char *DelayLoad_pq(void) { return Library_open(&pq); }
 
 FORWARD_VOID(pq, PQclear, (PGresult *res), (res))
 FORWARD(pq, char *, PQcmdTuples, (PGresult *res), (res))

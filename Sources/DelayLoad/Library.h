@@ -16,21 +16,22 @@ typedef struct {
 
 static pthread_mutex_t openLock = PTHREAD_MUTEX_INITIALIZER;
 
-// 1 when the library is open (opening it on the first call); else 0 with the reason in `error`.
-static int Library_open(Library *library, char *error, size_t size) {
+// NULL when the library is open (opening it on the first call); else why not ("<soname> cannot
+// be loaded: <dlerror>"), kept for the life of the process.
+static const char *Library_open(Library *library) {
   pthread_mutex_lock(&openLock);
   if (!library->tried) {
     library->handle = dlopen(library->soname, RTLD_NOW | RTLD_LOCAL);
     if (!library->handle) {
       const char *reason = dlerror();
-      snprintf(library->error, sizeof library->error, "%s", reason ? reason : "dlopen failed");
+      snprintf(library->error, sizeof library->error, "%s cannot be loaded: %s", library->soname,
+               reason ? reason : "dlopen failed");
     }
     library->tried = 1;
   }
   int open = library->handle != NULL;
   pthread_mutex_unlock(&openLock);
-  if (!open && error && size) snprintf(error, size, "%s", library->error);
-  return open;
+  return open ? NULL : library->error;
 }
 
 // `name` in the library, cached in `slot`. Storage opens the library before its first call, so
@@ -38,7 +39,7 @@ static int Library_open(Library *library, char *error, size_t size) {
 static void *Library_symbol(Library *library, const char *name, void **slot) {
   void *function = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
   if (function) return function;
-  if (Library_open(library, NULL, 0)) function = dlsym(library->handle, name);
+  if (!Library_open(library)) function = dlsym(library->handle, name);
   if (!function) {
     fprintf(stderr, "attachd: %s is not available from %s (%s)\n", name, library->soname,
             library->handle ? "no such symbol" : library->error);

@@ -13,13 +13,7 @@ public final class HEVCDecoder {
 
   /// Why libavcodec.so.59 could not be opened (once per process, by the first decoder), or nil
   /// when it is loaded. Nothing else in the process maps it (`Sources/DelayLoad`).
-  private static let libraryFailure: String? = {
-    var reason = [CChar](repeating: 0, count: 256)
-    let loaded = reason.withUnsafeMutableBufferPointer { DelayLoad_avcodec($0.baseAddress, $0.count) }
-    if loaded == 1 { return nil }
-    return "libavcodec.so.59 cannot be loaded: "
-      + reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-  }()
+  private static let libraryFailure: String? = DelayLoad_avcodec().map { String(cString: $0) }
 
   /// Decoder settings.
   public struct Configuration: Sendable, Equatable {

@@ -14,16 +14,9 @@ enum DelayedLibrary {
     if let failure = pqFailure { throw StorageError(.unavailable, failure) }
   }
 
-  private static let curlFailure: String? = open("libcurl.so.4 (the S3 client)", DelayLoad_curl)
-  private static let pqFailure: String? = open("libpq.so.5 (the PostgreSQL client)", DelayLoad_pq)
-
-  private static func open(
-    _ name: String, _ load: (UnsafeMutablePointer<CChar>?, Int) -> Int32
-  ) -> String? {
-    var reason = [CChar](repeating: 0, count: 256)
-    let loaded = reason.withUnsafeMutableBufferPointer { load($0.baseAddress, $0.count) }
-    if loaded == 1 { return nil }
-    let detail = reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    return "\(name) cannot be loaded: \(detail)"
+  // What the first call found; later calls do not try again.
+  private static let curlFailure: String? = DelayLoad_curl().map { String(cString: $0) + " (the S3 client)" }
+  private static let pqFailure: String? = DelayLoad_pq().map {
+    String(cString: $0) + " (the PostgreSQL client)"
   }
 }

@@ -15,11 +15,12 @@
 #include <postgresql/libpq-fe.h>
 #include <stddef.h>
 
-// 1 when libcurl.so.4 (libpq.so.5) is loaded; else 0 and `error` holds dlopen's reason.
-int DelayLoad_curl(char *error, size_t size);
-int DelayLoad_pq(char *error, size_t size);
-// 1 when libavcodec.so.59 (with libavutil) is loaded (AVCodec.c: HEIC's HEVC decoder).
-int DelayLoad_avcodec(char *error, size_t size);
+// Opens libcurl.so.4, libpq.so.5 or libavcodec.so.59 (with libavutil; AVCodec.c) on the first
+// call: NULL when it is loaded, else why not ("<soname> cannot be loaded: <dlerror>"), a string
+// that lives as long as the process.
+const char *DelayLoad_curl(void);
+const char *DelayLoad_pq(void);
+const char *DelayLoad_avcodec(void);
 
 // curl_easy_setopt and curl_easy_getinfo are variadic C functions, which Swift cannot call. Each
 // wrapper below passes exactly the argument type its options document, so no value is ever
