@@ -17,7 +17,9 @@ let package = Package(
   ],
   targets: [
     systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
-    systemLibrary("CHeif", pkgConfig: "libheif", apt: ["libheif-dev"]),
+    // libheif for the HEIFs the fast path declines (AVIF, …). Headers only: DelayLoad opens it
+    // when the first libheif context is made (not linked).
+    systemLibrary("CHeif", pkgConfig: nil, apt: ["libheif-dev"]),
     systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
     systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
     systemLibrary("CWebP", pkgConfig: "libwebpdemux", apt: ["libwebp-dev"]),
@@ -63,7 +65,7 @@ let package = Package(
     .target(name: "Storage", dependencies: ["CSQLite", "DelayLoad", "Crypto"]),
     // libcurl, libpq and libavcodec opened when the S3 store, the PostgreSQL index or the first
     // HEVC decoder needs them.
-    .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl", "CAVCodec"]),
+    .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl", "CAVCodec", "CHeif"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.

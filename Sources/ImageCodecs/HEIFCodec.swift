@@ -1,4 +1,5 @@
 private import CHeif
+private import DelayLoad
 
 /// The colour description of a HEIF image: an ICC profile, an nclx box, both or neither.
 public struct HEIFColour: Sendable, Equatable {
@@ -123,6 +124,7 @@ public enum HEIFCodec {
   private static func withPrimary<T>(
     _ data: UnsafeRawBufferPointer, options: Options, _ body: (ImageHandle, Context) throws -> T
   ) throws -> T {
+    if let failure = libraryFailure { throw CodecError(.internal, codec: codec, failure) }
     _ = initialised
     guard data.count >= 12 else { throw CodecError(.truncated, codec: codec, "\(data.count) bytes") }
     return try data.withUnsafeBytes { bytes in
@@ -193,6 +195,8 @@ public enum HEIFCodec {
     throw CodecError(kind, codec: codec, message)
   }
 
+  /// Why libheif could not be opened (DelayLoad opens it on this first use), or nil.
+  private static let libraryFailure: String? = DelayLoad_heif().map { String(cString: $0) }
   private static let initialised: Void = { _ = heif_init(nil) }()
 }
 

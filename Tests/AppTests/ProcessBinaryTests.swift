@@ -67,16 +67,26 @@ import Testing
   func librariesAreMappedOnlyByTheInputsThatNeedThem() throws {
     let corpus = try #require(Corpus.directory)
     let output = try ScratchSpace.directory("attachd-process") + "/out.jpg"
-    // A JPEG needs neither the storage clients nor the HEVC decoder's ~95 libraries.
+    // A JPEG needs neither the storage clients, nor the HEVC decoder's ~95 libraries, nor libheif
+    // and its codecs.
     let jpeg = try Self.mapped([
       "process", corpus.appendingPathComponent("jpeg-iphone6-gps.jpg").path, output,
     ])
-    for library in ["libcurl", "libpq", "libavcodec"] { #expect(!jpeg.contains(library), "\(library)") }
-    // An iPhone HEIC opens libavcodec (and libavutil with it) when its first tile is decoded.
+    for library in ["libcurl", "libpq", "libavcodec", "libheif", "libde265"] {
+      #expect(!jpeg.contains(library), "\(library)")
+    }
+    // An iPhone HEIC opens libavcodec (and libavutil with it) when its first tile is decoded;
+    // the fast path reads the container itself, so libheif stays closed.
     let heic = try Self.mapped([
       "process", corpus.appendingPathComponent("heic-iphonexs-irot-exif6-gps.heic").path, output,
     ])
     #expect(heic.contains("libavcodec.so.59") && heic.contains("libavutil.so.57"))
-    for library in ["libcurl", "libpq"] { #expect(!heic.contains(library), "\(library)") }
+    for library in ["libcurl", "libpq", "libheif"] { #expect(!heic.contains(library), "\(library)") }
+    // An AVIF is libheif's (with its decoders); not the HEVC decoder's.
+    let avif = try Self.mapped([
+      "process", corpus.appendingPathComponent("avif-iphone-gps-p3.avif").path, output,
+    ])
+    #expect(avif.contains("libheif.so.1"))
+    for library in ["libcurl", "libpq", "libavcodec"] { #expect(!avif.contains(library), "\(library)") }
   }
 }

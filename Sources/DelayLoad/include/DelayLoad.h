@@ -1,4 +1,5 @@
-// libcurl, libpq and libavcodec are loaded when first needed (dlopen), not when attachd starts.
+// libcurl, libpq, libavcodec and libheif are loaded when first needed (dlopen), not when attachd
+// starts.
 //
 // Only the S3 blob store needs libcurl and only the PostgreSQL index needs libpq, yet linking
 // them brings ~25 shared libraries into every process (OpenSSL, Kerberos, LDAP, SASL, libssh2,
@@ -7,20 +8,24 @@
 // calls them. This target defines every libcurl and libpq function Storage calls, each
 // forwarding to the real one in the library opened on first use, so Swift calls them by their
 // own names. Storage asks `DelayLoad_curl`/`DelayLoad_pq` first and turns a missing library into
-// a configuration error; a forwarder reached without a loaded library aborts (a bug, not input).
+// a configuration error; ImageCodecs asks `DelayLoad_avcodec`/`DelayLoad_heif` before its first
+// decoder and turns one into an internal codec error. A forwarder reached without a loaded
+// library aborts (a bug, not input).
 #pragma once
 #include <curl/curl.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/pixdesc.h>
+#include <libheif/heif.h>
 #include <postgresql/libpq-fe.h>
 #include <stddef.h>
 
-// Opens libcurl.so.4, libpq.so.5 or libavcodec.so.59 (with libavutil; AVCodec.c) on the first
-// call: NULL when it is loaded, else why not ("<soname> cannot be loaded: <dlerror>"), a string
-// that lives as long as the process.
+// Opens libcurl.so.4, libpq.so.5, libavcodec.so.59 (with libavutil; AVCodec.c) or libheif.so.1
+// (Heif.c) on the first call: NULL when it is loaded, else why not ("<soname> cannot be loaded:
+// <dlerror>"), a string that lives as long as the process.
 const char *DelayLoad_curl(void);
 const char *DelayLoad_pq(void);
 const char *DelayLoad_avcodec(void);
+const char *DelayLoad_heif(void);
 
 // curl_easy_setopt and curl_easy_getinfo are variadic C functions, which Swift cannot call. Each
 // wrapper below passes exactly the argument type its options document, so no value is ever

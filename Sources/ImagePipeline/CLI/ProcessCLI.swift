@@ -61,8 +61,14 @@ public enum ProcessCLI {
       stderr("attachd: no_input: cannot read \(input)")
       return exitNoInput
     }
+    // Read in place: the file's bytes are not copied again into an array.
+    let processed = data.withUnsafeBytes { bytes in
+      Result { () throws(PipelineError) in try pipeline.process(bytes) }
+    }
     let result: ProcessedImage
-    do { result = try pipeline.process([UInt8](data)) } catch {
+    switch processed {
+    case .success(let image): result = image
+    case .failure(let error):
       stderr("attachd: \(error.code): \(error.reason)")
       return exitCode(for: error)
     }
