@@ -43,9 +43,121 @@ __attribute__((target("avx2"))) void PixelKernels_verticalAVX2(const uint8_t *co
   }
 }
 
+// One destination pixel of the horizontal pass with 128-bit vectors: `LanczosKernels`'
+// horizontalPass exactly (8 rows per vector, two taps per step, a zero-weighted tap after an
+// odd count, 16 + taps/2 to start, >> 5, + 128, clamped to 0…255).
+__attribute__((target("avx2"))) static inline void horizontalOne(const int16_t *strip,
+                                                                  const int32_t *starts,
+                                                                  const int32_t *counts,
+                                                                  const int16_t *weights,
+                                                                  size_t tapStride, int channels,
+                                                                  size_t x, int16_t *dst) {
+  const size_t pixel = (size_t)channels * 8;
+  const int taps = counts[x];
+  const __m128i bias = _mm_set1_epi16((int16_t)(16 + taps / 2));
+  __m128i sums[4] = {bias, bias, bias, bias};
+  const int16_t *p = strip + (size_t)starts[x] * pixel;
+  const int16_t *w = weights + x * tapStride * 8;
+  for (int step = 0; step < (taps + 1) / 2; step++) {
+    const __m128i w0 = _mm_loadu_si128((const __m128i *)w);
+    const __m128i w1 = _mm_loadu_si128((const __m128i *)(w + 8));
+    for (int c = 0; c < channels; c++) {
+      const __m128i v0 = _mm_loadu_si128((const __m128i *)(p + c * 8));
+      const __m128i v1 = _mm_loadu_si128((const __m128i *)(p + pixel + c * 8));
+      sums[c] = _mm_add_epi16(sums[c], _mm_add_epi16(_mm_mulhi_epi16(v0, w0), _mm_mulhi_epi16(v1, w1)));
+    }
+    p += 2 * pixel;
+    w += 16;
+  }
+  for (int c = 0; c < channels; c++) {
+    __m128i v = _mm_add_epi16(_mm_srai_epi16(sums[c], 5), _mm_set1_epi16(128));
+    v = _mm_min_epi16(_mm_max_epi16(v, _mm_setzero_si128()), _mm_set1_epi16(255));
+    _mm_storeu_si128((__m128i *)(dst + x * pixel + (size_t)c * 8), v);
+  }
+}
+
+// Two destination pixels in one 256-bit vector: x in the low half, x + 1 in the high half. Both
+// run the longer window's step count; the other's extra taps have zero weights (the weight table
+// is zero past each count, up to `tapStride`), and wrapping 16-bit sums do not depend on the order
+// of their terms, so each half equals what `horizontalOne` computes. Its caller checks that the
+// extra taps' samples are inside the strip.
+__attribute__((target("avx2"))) static inline void horizontalTwo(const int16_t *strip,
+                                                                  const int32_t *starts,
+                                                                  const int32_t *counts,
+                                                                  const int16_t *weights,
+                                                                  size_t tapStride, int channels,
+                                                                  size_t x, int steps, int16_t *dst) {
+  const size_t pixel = (size_t)channels * 8;
+  const __m256i bias = _mm256_set_m128i(_mm_set1_epi16((int16_t)(16 + counts[x + 1] / 2)),
+                                        _mm_set1_epi16((int16_t)(16 + counts[x] / 2)));
+  __m256i sums[4] = {bias, bias, bias, bias};
+  const int16_t *p = strip + (size_t)starts[x] * pixel;
+  const int16_t *q = strip + (size_t)starts[x + 1] * pixel;
+  const int16_t *w = weights + x * tapStride * 8;
+  const int16_t *v = w + tapStride * 8;
+  for (int step = 0; step < steps; step++) {
+    const __m256i w0 = _mm256_loadu2_m128i((const __m128i *)v, (const __m128i *)w);
+    const __m256i w1 = _mm256_loadu2_m128i((const __m128i *)(v + 8), (const __m128i *)(w + 8));
+    for (int c = 0; c < channels; c++) {
+      const __m256i s0 = _mm256_loadu2_m128i((const __m128i *)(q + c * 8), (const __m128i *)(p + c * 8));
+      const __m256i s1 =
+          _mm256_loadu2_m128i((const __m128i *)(q + pixel + c * 8), (const __m128i *)(p + pixel + c * 8));
+      sums[c] = _mm256_add_epi16(
+          sums[c], _mm256_add_epi16(_mm256_mulhi_epi16(s0, w0), _mm256_mulhi_epi16(s1, w1)));
+    }
+    p += 2 * pixel;
+    q += 2 * pixel;
+    w += 16;
+    v += 16;
+  }
+  for (int c = 0; c < channels; c++) {
+    __m256i r = _mm256_add_epi16(_mm256_srai_epi16(sums[c], 5), _mm256_set1_epi16(128));
+    r = _mm256_min_epi16(_mm256_max_epi16(r, _mm256_setzero_si256()), _mm256_set1_epi16(255));
+    _mm_storeu_si128((__m128i *)(dst + x * pixel + (size_t)c * 8), _mm256_castsi256_si128(r));
+    _mm_storeu_si128((__m128i *)(dst + (x + 1) * pixel + (size_t)c * 8), _mm256_extracti128_si256(r, 1));
+  }
+}
+
+__attribute__((target("avx2"))) void PixelKernels_horizontalAVX2(
+    const int16_t *strip, size_t stripSamples, const int32_t *starts, const int32_t *counts,
+    size_t destination, const int16_t *weights, size_t tapStride, int channels, int16_t *dst) {
+  // Written per channel count so each loop over channels is unrolled.
+#define HORIZONTAL(CHANNELS)                                                                     \
+  do {                                                                                          \
+    size_t x = 0;                                                                               \
+    for (; x + 1 < destination; x += 2) {                                                       \
+      const int stepsX = (counts[x] + 1) / 2, stepsY = (counts[x + 1] + 1) / 2;                 \
+      const int steps = stepsX > stepsY ? stepsX : stepsY;                                      \
+      const size_t endX = ((size_t)starts[x] + 2 * (size_t)steps) * CHANNELS;                   \
+      const size_t endY = ((size_t)starts[x + 1] + 2 * (size_t)steps) * CHANNELS;               \
+      if (endX <= stripSamples && endY <= stripSamples) {                                       \
+        horizontalTwo(strip, starts, counts, weights, tapStride, CHANNELS, x, steps, dst);      \
+      } else {                                                                                  \
+        horizontalOne(strip, starts, counts, weights, tapStride, CHANNELS, x, dst);             \
+        horizontalOne(strip, starts, counts, weights, tapStride, CHANNELS, x + 1, dst);         \
+      }                                                                                         \
+    }                                                                                           \
+    if (x < destination) horizontalOne(strip, starts, counts, weights, tapStride, CHANNELS, x, dst); \
+  } while (0)
+  switch (channels) {
+  case 1: HORIZONTAL(1); break;
+  case 3: HORIZONTAL(3); break;
+  default: HORIZONTAL(4); break;
+  }
+#undef HORIZONTAL
+}
+
 #else
 
 int PixelKernels_hasAVX2(void) { return 0; }
+
+void PixelKernels_horizontalAVX2(const int16_t *strip, size_t stripSamples, const int32_t *starts,
+                                 const int32_t *counts, size_t destination, const int16_t *weights,
+                                 size_t tapStride, int channels, int16_t *dst) {
+  (void)strip, (void)stripSamples, (void)starts, (void)counts, (void)destination, (void)weights;
+  (void)tapStride, (void)channels, (void)dst;
+  __builtin_trap();  // never called: PixelKernels_hasAVX2() is 0 here
+}
 
 void PixelKernels_verticalAVX2(const uint8_t *const *rows, int taps, const int16_t *weights,
                                size_t samples, int16_t *dst) {

@@ -17,3 +17,15 @@ int PixelKernels_hasAVX2(void);
 // call when PixelKernels_hasAVX2() is 1.
 void PixelKernels_verticalAVX2(const uint8_t *const *rows, int taps, const int16_t *weights,
                                size_t samples, int16_t *dst);
+
+// The Lanczos horizontal pass of `LanczosKernels` for one group of 8 rows held sample-major
+// (`strip`: for each sample, its 8 rows' values; `stripSamples` samples may be read): for each
+// destination pixel x and channel c, the 8 lanes of dst[(x · channels + c) · 8 …] are
+// clamp(((16 + counts[x]/2 + Σk mulhi(strip sample (starts[x] + k) · channels + c,
+// weights[(x · tapStride + k) · 8 …])) >> 5) + 128, 0, 255) in wrapping 16-bit arithmetic, k over
+// the window rounded up to an even count (`weights` holds each tap's weight 8 times and zeros
+// past each window, up to `tapStride` taps). `channels` is 1, 3 or 4. AVX2 only: call when
+// PixelKernels_hasAVX2() is 1.
+void PixelKernels_horizontalAVX2(const int16_t *strip, size_t stripSamples, const int32_t *starts,
+                                 const int32_t *counts, size_t destination, const int16_t *weights,
+                                 size_t tapStride, int channels, int16_t *dst);

@@ -225,6 +225,49 @@ import Testing
     }
   }
 
+  @Test(.enabled(if: LanczosKernels.hasAVX2, "skipped: no AVX2 on this CPU"))
+  func theAVX2HorizontalPassEqualsTheSSE2OneBitForBit() {
+    // Shrinking 2× (12 taps), ~16× (~100 taps, where neighbouring windows differ in length and
+    // the right edge's clamped windows make the pair path fall back), enlarging, 1 tap, and odd
+    // destination counts (a last pixel without a partner); 1, 3 and 4 channels; random 16-bit
+    // samples, so wrapping sums and both ends of the clamp are covered.
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    func next() -> UInt64 {
+      state ^= state << 13
+      state ^= state >> 7
+      state ^= state << 17
+      return state
+    }
+    var clamped = (low: false, high: false)
+    for (source, destination) in [(4032, 2048), (3000, 187), (50, 151), (9, 9), (2016, 1023), (7, 3)] {
+      for channels in [1, 3, 4] {
+        let weights = LanczosWeights(source: source, destination: destination)
+        let scratch = LanczosKernels.Scratch(
+          inSamples: source * channels, outSamples: destination * channels, horizontal: weights)
+        let count = (scratch.stride + 16) * LanczosKernels.lanes
+        for index in 0..<count { scratch.strip[index] = Int16(truncatingIfNeeded: next()) }
+        var sse2 = [Int16](repeating: 0, count: count)
+        var avx2 = [Int16](repeating: 0, count: count)
+        sse2.withUnsafeMutableBufferPointer {
+          LanczosKernels.horizontalPassSSE2(
+            strip: scratch.strip, weights: weights, scratch: scratch, dst: $0.baseAddress!, channels: channels
+          )
+        }
+        avx2.withUnsafeMutableBufferPointer {
+          LanczosKernels.horizontalPassAVX2(
+            strip: scratch.strip, weights: weights, scratch: scratch, dst: $0.baseAddress!, channels: channels
+          )
+        }
+        // The first difference, not the arrays (tens of thousands of samples).
+        let differs = sse2.indices.first { sse2[$0] != avx2[$0] }
+        #expect(differs == nil, "\(source)→\(destination), \(channels) channels: sample \(differs ?? -1)")
+        clamped.low = clamped.low || sse2.contains(0)
+        clamped.high = clamped.high || sse2.contains(255)
+      }
+    }
+    #expect(clamped.low && clamped.high, "the clamp is not exercised")
+  }
+
   @Test func windowTapsByRotationAgreeWithTheKernelEvaluatedTapByTap() {
     // (source, destination, extent, offset): shrinking 2×, ~16× (a 200 MP photo), enlarging,
     // and a chroma plane's shortened extent and co-sited offset.
