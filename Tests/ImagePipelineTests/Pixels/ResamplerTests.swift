@@ -187,16 +187,12 @@ import Testing
     // Shrinking 2× (12 taps), 16× (~100 taps), enlarging (6 taps) and 1-tap tables; widths that
     // end inside a 32- and a 16-sample vector and in the scalar tail; random bytes, so extreme
     // Lanczos overshoot and wrapping sums are covered too.
-    var state: UInt64 = 0x2545_F491_4F6C_DD1D
-    func next() -> UInt64 {
-      state ^= state << 13
-      state ^= state >> 7
-      state ^= state << 17
-      return state
-    }
+    var random = XorShift(0x2545_F491_4F6C_DD1D)
     for (source, destination) in [(4032, 2048), (3000, 187), (50, 151), (9, 9)] {
       let weights = LanczosWeights(source: source, destination: destination)
-      let rows = (0..<weights.stride).map { _ in (0..<4101).map { _ in UInt8(truncatingIfNeeded: next()) } }
+      let rows = (0..<weights.stride).map { _ in
+        (0..<4101).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+      }
       let pointers = rows.map { row in row.withUnsafeBufferPointer { UnsafePointer(strdupBytes($0)) } }
       defer { for pointer in pointers { pointer.deallocate() } }
       for samples in [1, 15, 16, 31, 33, 47, 4032, 4101] {
@@ -231,13 +227,7 @@ import Testing
     // the right edge's clamped windows make the pair path fall back), enlarging, 1 tap, and odd
     // destination counts (a last pixel without a partner); 1, 3 and 4 channels; random 16-bit
     // samples, so wrapping sums and both ends of the clamp are covered.
-    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-    func next() -> UInt64 {
-      state ^= state << 13
-      state ^= state >> 7
-      state ^= state << 17
-      return state
-    }
+    var random = XorShift(0x9E37_79B9_7F4A_7C15)
     var clamped = (low: false, high: false)
     for (source, destination) in [(4032, 2048), (3000, 187), (50, 151), (9, 9), (2016, 1023), (7, 3)] {
       for channels in [1, 3, 4] {
@@ -245,7 +235,7 @@ import Testing
         let scratch = LanczosKernels.Scratch(
           inSamples: source * channels, outSamples: destination * channels, horizontal: weights)
         let count = (scratch.stride + 16) * LanczosKernels.lanes
-        for index in 0..<count { scratch.strip[index] = Int16(truncatingIfNeeded: next()) }
+        for index in 0..<count { scratch.strip[index] = Int16(truncatingIfNeeded: random.next()) }
         var sse2 = [Int16](repeating: 0, count: count)
         var avx2 = [Int16](repeating: 0, count: count)
         sse2.withUnsafeMutableBufferPointer {
@@ -392,5 +382,17 @@ import Testing
       }
     }
     return output
+  }
+}
+
+/// Deterministic pseudo-random numbers (xorshift64) for the kernels' bit-for-bit tests.
+private struct XorShift {
+  var state: UInt64
+  init(_ seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state ^= state << 13
+    state ^= state >> 7
+    state ^= state << 17
+    return state
   }
 }
