@@ -13,13 +13,14 @@ final class MatrixShaperTransform: Sendable {
   /// Four Int32 per entry: target red, green, blue, and one unused (aligned, index by shifting).
   /// Red's entries also carry the rounding.
   private let products: [Int32]
-  /// 8-bit target value of each linear value in Q16, from `lowest` on: the whole range the sums
+  /// 8-bit target value of each linear value in Q14, from `lowest` on: the whole range the sums
   /// can reach, so the hot loop needs no clamping (out-of-gamut entries hold 0 or 255).
   private let encode: [UInt8]
   /// The lowest reachable output index (≤ 0), the one `encode` starts at.
   private let lowest: Int32
 
-  // Q29 products summed and shifted by 13 give the Q16 index of `encode`.
+  // Q29 products summed and shifted by 15 give the Q14 index of `encode` (Q14, not Q16, so the
+  // table fits in L1 beside the products).
   private static let productOne = Double(1 << 29)
   private static let outputOne: Int32 = 1 << 14
   private static let shift: Int32 = 15

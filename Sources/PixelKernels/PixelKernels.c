@@ -118,33 +118,35 @@ __attribute__((target("avx2"))) static inline void horizontalTwo(const int16_t *
   }
 }
 
+// The whole pass for one channel count; inlined with a constant `channels`, so each loop over
+// the channels is unrolled.
+__attribute__((target("avx2"), always_inline)) static inline void horizontal(
+    const int16_t *strip, size_t stripSamples, const int32_t *starts, const int32_t *counts,
+    size_t destination, const int16_t *weights, size_t tapStride, int channels, int16_t *dst) {
+  size_t x = 0;
+  for (; x + 1 < destination; x += 2) {
+    const int stepsX = (counts[x] + 1) / 2, stepsY = (counts[x + 1] + 1) / 2;
+    const int steps = stepsX > stepsY ? stepsX : stepsY;
+    const size_t endX = ((size_t)starts[x] + 2 * (size_t)steps) * (size_t)channels;
+    const size_t endY = ((size_t)starts[x + 1] + 2 * (size_t)steps) * (size_t)channels;
+    if (endX <= stripSamples && endY <= stripSamples) {
+      horizontalTwo(strip, starts, counts, weights, tapStride, channels, x, steps, dst);
+    } else {
+      horizontalOne(strip, starts, counts, weights, tapStride, channels, x, dst);
+      horizontalOne(strip, starts, counts, weights, tapStride, channels, x + 1, dst);
+    }
+  }
+  if (x < destination) horizontalOne(strip, starts, counts, weights, tapStride, channels, x, dst);
+}
+
 __attribute__((target("avx2"))) void PixelKernels_horizontalAVX2(
     const int16_t *strip, size_t stripSamples, const int32_t *starts, const int32_t *counts,
     size_t destination, const int16_t *weights, size_t tapStride, int channels, int16_t *dst) {
-  // Written per channel count so each loop over channels is unrolled.
-#define HORIZONTAL(CHANNELS)                                                                     \
-  do {                                                                                          \
-    size_t x = 0;                                                                               \
-    for (; x + 1 < destination; x += 2) {                                                       \
-      const int stepsX = (counts[x] + 1) / 2, stepsY = (counts[x + 1] + 1) / 2;                 \
-      const int steps = stepsX > stepsY ? stepsX : stepsY;                                      \
-      const size_t endX = ((size_t)starts[x] + 2 * (size_t)steps) * CHANNELS;                   \
-      const size_t endY = ((size_t)starts[x + 1] + 2 * (size_t)steps) * CHANNELS;               \
-      if (endX <= stripSamples && endY <= stripSamples) {                                       \
-        horizontalTwo(strip, starts, counts, weights, tapStride, CHANNELS, x, steps, dst);      \
-      } else {                                                                                  \
-        horizontalOne(strip, starts, counts, weights, tapStride, CHANNELS, x, dst);             \
-        horizontalOne(strip, starts, counts, weights, tapStride, CHANNELS, x + 1, dst);         \
-      }                                                                                         \
-    }                                                                                           \
-    if (x < destination) horizontalOne(strip, starts, counts, weights, tapStride, CHANNELS, x, dst); \
-  } while (0)
   switch (channels) {
-  case 1: HORIZONTAL(1); break;
-  case 3: HORIZONTAL(3); break;
-  default: HORIZONTAL(4); break;
+  case 1: horizontal(strip, stripSamples, starts, counts, destination, weights, tapStride, 1, dst); break;
+  case 3: horizontal(strip, stripSamples, starts, counts, destination, weights, tapStride, 3, dst); break;
+  default: horizontal(strip, stripSamples, starts, counts, destination, weights, tapStride, 4, dst); break;
   }
-#undef HORIZONTAL
 }
 
 #else
