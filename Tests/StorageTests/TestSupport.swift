@@ -8,11 +8,9 @@ import TestSupport
 final class TemporaryDirectory: Sendable {
   let path: String
 
-  /// A new directory under `parent`, or under the system temp dir when nil.
+  /// A new directory under `parent`, or under the test process's `ScratchSpace` when nil.
   init(under parent: String? = nil) throws {
-    var template = Array(((parent ?? ScratchSpace.root) + "/attachd-storage-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else { throw StorageError(.io, "mkdtemp failed") }
-    path = String(cString: made)
+    path = try ScratchSpace.directory("attachd-storage", under: parent)
   }
 
   deinit { try? FileManager.default.removeItem(atPath: path) }

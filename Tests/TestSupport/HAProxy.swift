@@ -38,9 +38,7 @@ public final class HAProxy: @unchecked Sendable {
       throw ChildProcess.Failure(description: "haproxy is not installed (Scripts/install-deps installs it)")
     }
     precondition(!backends.isEmpty, "HAProxy needs a backend")
-    var template = Array((ScratchSpace.root + "/attachd-haproxy-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else { throw ChildProcess.Failure(description: "mkdtemp failed") }
-    directory = String(cString: made)
+    directory = try ScratchSpace.directory("attachd-haproxy")
     var started: (port: Int, pid: pid_t)?
     var lastError: (any Error)?
     // A free port can be taken by someone else before HAProxy binds it: try a few.

@@ -39,9 +39,7 @@ public final class PostgresServer: @unchecked Sendable {
     self.fsync = fsync
     password = "pw-" + UUID().uuidString.lowercased()
     let base = Self.baseDirectory(durable: fsync)
-    var template = Array((base + "/attachd-postgres-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else { throw ChildProcess.Failure(description: "mkdtemp failed") }
-    directory = String(cString: made)
+    directory = try ScratchSpace.directory("attachd-postgres", under: base)
     port = 0
     let pristine = try Self.pristineDataDirectory(binaries: binaries, asPostgres: runAsPostgres, base: base)
     try ChildProcess.run("/bin/cp", ["-a", pristine, directory + "/data"])
@@ -282,9 +280,7 @@ public final class PostgresServer: @unchecked Sendable {
     let cache = base + "/attachd-postgres-template-\(version)-uid\(getuid())"
     if FileManager.default.fileExists(atPath: cache + "/PG_VERSION") { return cache }
     // Built beside the cache and renamed into place: a concurrent test process sees all or nothing.
-    var template = Array((base + "/attachd-postgres-initdb-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else { throw ChildProcess.Failure(description: "mkdtemp failed") }
-    let work = String(cString: made)
+    let work = try ScratchSpace.directory("attachd-postgres-initdb", under: base)
     defer { try? FileManager.default.removeItem(atPath: work) }
     // Password authentication needs a superuser password at initdb; each server replaces it.
     let passwordFile = work + "/password"

@@ -8,9 +8,9 @@ public enum ScratchSpace {
   /// The process's directory, made (and the dead runs' swept) on first use.
   public static var root: String { made.root }
 
-  /// A new empty directory `prefix-XXXXXX` under `root`.
-  public static func directory(_ prefix: String) throws -> String {
-    var template = Array((root + "/" + prefix + "-XXXXXX").utf8CString)
+  /// A new empty directory `prefix-XXXXXX` under `parent` (default: `root`).
+  public static func directory(_ prefix: String, under parent: String? = nil) throws -> String {
+    var template = Array(((parent ?? root) + "/" + prefix + "-XXXXXX").utf8CString)
     guard let path = mkdtemp(&template) else {
       throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mkdtemp: errno \(errno)"])
     }

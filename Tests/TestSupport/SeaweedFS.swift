@@ -72,9 +72,9 @@ public final class SeaweedFS: Sendable {
   }
 
   private init() throws(SeaweedFSError) {
-    var template = Array((ScratchSpace.root + "/attachd-seaweedfs-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else { throw SeaweedFSError("mkdtemp failed: errno \(errno)") }
-    directory = String(cString: made)
+    do { directory = try ScratchSpace.directory("attachd-seaweedfs") } catch {
+      throw SeaweedFSError("\(error)")
+    }
     ports = try Self.freePortPairs(5)
     endpoint = "http://127.0.0.1:\(ports[3])"
     accessKeyId = "AKIA" + Self.randomString(16, alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
