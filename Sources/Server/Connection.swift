@@ -28,6 +28,8 @@ final class Connection {
     var condition: ServerCondition?
     /// Made on first use (a body consumer, offloaded work); cancelled if the client leaves.
     var handle: ConnectionHandle?
+    /// The resources the handler made the request hold (`RequestContext.hold`).
+    var scope: RequestScope?
   }
 
   let fd: Int32
@@ -219,16 +221,17 @@ final class Connection {
     let decision = loop.server.handler.head(head, context: &context)
     exchange = Exchange(
       context: context, method: head.method, target: head.target, start: loop.now,
-      isHead: head.method == "HEAD", http11: head.version == .http1_1)
+      isHead: head.method == "HEAD", http11: head.version == .http1_1,
+      scope: RequestScope(resources: context.resources))
     switch decision {
     case .respond(let response):
       _ = machine.headDecided(head, readsBody: false, now: loop.now)
       skipEnd = true
       queueResponse(response)
-    case .offload(let work):
+    case .offload(let pool, let work):
       _ = machine.headDecided(head, readsBody: false, now: loop.now)
       skipEnd = true
-      makeHandle().offload(work)
+      makeHandle().offload(pool, work)
     case .readBody(let consumer):
       self.consumer = consumer
       if case .readBody(let sendContinue) = machine.headDecided(head, readsBody: true, now: loop.now) {
@@ -339,7 +342,9 @@ final class Connection {
   /// The request's handle, made on first use.
   func makeHandle() -> ConnectionHandle {
     if let handle = exchange?.handle { return handle }
-    let handle = ConnectionHandle(connection: self, sequence: sequence)
+    let scope = exchange?.scope ?? RequestScope(resources: [])
+    if exchange?.scope == nil { exchange?.scope = scope }
+    let handle = ConnectionHandle(connection: self, sequence: sequence, scope: scope)
     exchange?.handle = handle
     return handle
   }

@@ -8,12 +8,15 @@ final class ConnectionHandle: RequestHandle, @unchecked Sendable {
   private let loop: EventLoop
   private let sequence: UInt64
   private let answered = Atomic<Bool>(false)
+  /// The request's resources, held while work of it runs.
+  private let scope: RequestScope
   let cancellation = RequestCancellation()
 
-  init(connection: Connection, sequence: UInt64) {
+  init(connection: Connection, sequence: UInt64, scope: RequestScope) {
     self.connection = connection
     self.loop = connection.loop
     self.sequence = sequence
+    self.scope = scope
   }
 
   func respond(_ response: HTTPResponse) {
@@ -30,12 +33,26 @@ final class ConnectionHandle: RequestHandle, @unchecked Sendable {
   }
 
   @discardableResult
-  func offload(_ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool {
-    let accepted = loop.server.pool.trySubmit { [self] in respond(work(cancellation)) }
-    if !accepted && !answered.exchange(true, ordering: .acquiringAndReleasing) {
+  func offload(_ pool: Pool, _ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool {
+    scope.enter()
+    let accepted = loop.server.submit(to: pool) { [self] in
+      defer { scope.leave() }
+      respond(work(cancellation))
+    }
+    guard !accepted else { return true }
+    scope.leave()
+    if !answered.exchange(true, ordering: .acquiringAndReleasing) {
       onLoop { $0.connection.deliverCondition(.overloaded, sequence: $0.sequence) }
     }
-    return accepted
+    return false
+  }
+
+  func execute(_ work: @escaping @Sendable () -> Void) {
+    scope.enter()
+    loop.server.submit(to: .io) { [scope] in
+      defer { scope.leave() }
+      work()
+    }
   }
 
   func resumeReading() {

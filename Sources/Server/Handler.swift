@@ -3,15 +3,21 @@ import HTTP
 // The contract between the server (sockets, timeouts, framing) and the application (routes,
 // auth, logs). One request goes:
 //
-//   head(_:context:) on the event loop ─┬─ .respond(r)    answered now; an announced body is
-//                                       │                  never read (no 100 Continue), and the
-//                                       │                  connection closes (lingering close)
-//                                       ├─ .offload(work) `work` runs on the worker pool before
-//                                       │                  any body is read; same rule for a body
-//                                       └─ .readBody(c)   c.start(handle), then c.body(…)* with
-//                                                          backpressure, then c.end or c.aborted;
-//                                                          the answer goes through the handle
+//   head(_:context:) on the event loop ─┬─ .respond(r)          answered now; an announced body
+//                                       │                        is never read (no 100 Continue),
+//                                       │                        and the connection closes
+//                                       │                        (lingering close)
+//                                       ├─ .offload(pool, work) `work` runs on `pool` (the CPU
+//                                       │                        workers or the upload I/O
+//                                       │                        threads) before any body is
+//                                       │                        read; same rule for a body
+//                                       └─ .readBody(c)         c.start(handle), then c.body(…)*
+//                                                                with backpressure, then c.end or
+//                                                                c.aborted; the answer goes
+//                                                                through the handle
 //   … the response is written (bytes, a file with sendfile, or a stream pulled from a producer)
+//   the request's resources (`RequestContext.hold`) released once: its final response is queued
+//     (or its connection closed) and no work it handed to a pool is still running
 //   completed(_:) once, on the event loop: status, bytes, duration, the handler's labels.
 //
 // Conditions the server meets on its own (bad request, slow client, overload) are turned into
@@ -62,7 +68,34 @@ public struct RequestContext: Sendable {
   /// answers), e.g. `X-Request-Id`. Interim responses do not carry them.
   public var responseHeaders: HTTPHeaders = [:]
 
+  /// What the request holds until it is over (see `hold`).
+  var resources: [any RequestResource] = []
+
   public init(remoteAddress: String) { self.remoteAddress = remoteAddress }
+
+  /// Makes the request own `resource` (an upload slot, say): the server releases it exactly
+  /// once, when the request is over — its final response queued or its connection closed —
+  /// and no work it handed to a pool (`offload`, `RequestHandle.execute`) is still running.
+  /// Nobody else releases it, so no path can forget it or release it twice.
+  public mutating func hold(_ resource: any RequestResource) { resources.append(resource) }
+}
+
+/// Something a request holds until it is over; see `RequestContext.hold`.
+public protocol RequestResource: Sendable {
+  /// Gives the resource back; called once, by the server, on any thread.
+  func release()
+}
+
+/// The server's two thread pools: work handed to them names the one it needs.
+public enum Pool: Sendable, Hashable {
+  /// The CPU workers (`Server.Configuration.workerThreads`): bounded, with a bounded queue;
+  /// work beyond it is refused and the request answered `.overloaded`. Decoding and whatever
+  /// else keeps a core busy.
+  case cpu
+  /// The upload I/O threads (`Server.Configuration.ioThreads`): blocking file, index and
+  /// object-store calls of uploads. Never refuses: a refused flush or close would strand a
+  /// writer, and every job belongs to a connection that waits for it.
+  case io
 }
 
 /// The application side of the server.
@@ -89,10 +122,10 @@ public enum HeadDecision {
   /// Answer now. An announced body is not read: the response goes out without
   /// `100 Continue`, and the connection closes (after draining what the client still sends).
   case respond(HTTPResponse)
-  /// Run `work` on the bounded worker pool and send what it returns. Nothing of an announced
-  /// body is read (as with `.respond`). A full pool answers `.overloaded` at once. The token
-  /// says when the client has gone.
-  case offload(@Sendable (RequestCancellation) -> HTTPResponse)
+  /// Run `work` on `pool` and send what it returns. Nothing of an announced body is read (as
+  /// with `.respond`). A full CPU pool answers `.overloaded` at once. The token says when the
+  /// client has gone (perhaps before the work started).
+  case offload(_ pool: Pool = .cpu, _ work: @Sendable (RequestCancellation) -> HTTPResponse)
   /// Stream the body into the consumer (see `RequestBodyConsumer`).
   case readBody(any RequestBodyConsumer)
 }
@@ -135,14 +168,27 @@ public protocol RequestHandle: Sendable {
   /// Sends an interim 1xx response (not 100 or 101, which the server owns), e.g.
   /// `104 Upload Resumption Supported`, before the final one.
   func sendInterim(status: Int, headers: HTTPHeaders)
-  /// Runs `work` on the bounded worker pool and responds with its result. When the pool and
-  /// its queue are full, responds with the handler's `.overloaded` answer and returns false.
+  /// Runs `work` on `pool` and responds with its result. When the CPU pool and its queue are
+  /// full, responds with the handler's `.overloaded` answer and returns false. The token says
+  /// when the client has gone (perhaps before the work started).
   @discardableResult
-  func offload(_ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool
+  func offload(_ pool: Pool, _ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool
+  /// Runs blocking `work` for this request on the upload I/O threads, answering nothing (a
+  /// writer's flush or close); never refused, and run even after the client has gone. The
+  /// request's resources are held until it returns.
+  func execute(_ work: @escaping @Sendable () -> Void)
   /// Reads the body again after a `.pause`. Called from inside `body(_:)` it has no effect.
   func resumeReading()
   /// Fires when the client goes away (or times out) before the response is written whole.
   var cancellation: RequestCancellation { get }
+}
+
+extension RequestHandle {
+  /// `offload(.cpu, work)`.
+  @discardableResult
+  public func offload(_ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool {
+    offload(.cpu, work)
+  }
 }
 
 /// Produces a streamed response body on demand (pull, with backpressure).

@@ -14,6 +14,8 @@ extension Server {
     public var workerThreads = System.coreCount
     /// Offloaded work that may wait for a worker; beyond it requests get the handler's `.overloaded` answer.
     public var workerQueueLength = 64
+    /// Threads for blocking upload I/O (`Pool.io`): writers' flushes and closes, upload state.
+    public var ioThreads = 8
     /// Open connections at most; beyond it a new connection gets `.tooManyConnections` and is closed.
     public var maxConnections = 16_384
     /// The whole request head must arrive within this (slowloris guard) → `.requestTimeout`.
@@ -58,6 +60,7 @@ extension Server {
       guard (0...65535).contains(port) else { throw ConfigurationError("port \(port) out of range") }
       guard loopCount >= 1 else { throw ConfigurationError("loopCount must be ≥ 1") }
       guard workerThreads >= 1 else { throw ConfigurationError("workerThreads must be ≥ 1") }
+      guard ioThreads >= 1 else { throw ConfigurationError("ioThreads must be ≥ 1") }
       guard workerQueueLength >= 0 else { throw ConfigurationError("workerQueueLength must be ≥ 0") }
       guard maxConnections >= 1 else { throw ConfigurationError("maxConnections must be ≥ 1") }
       for (name, value) in [

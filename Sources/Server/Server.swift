@@ -17,8 +17,10 @@ public final class Server: Sendable {
   let refusal: CannedResponse
   /// Its status, for the handler's completion of each refusal.
   let refusalStatus: Int
-  /// The pool behind `Responder.offload`.
+  /// The CPU workers (`Pool.cpu`).
   public let pool: WorkerPool
+  /// The upload I/O threads (`Pool.io`): their queue is practically unbounded (see `Pool.io`).
+  public let ioPool: WorkerPool
   let listenFD: Int32
   /// The bound port (useful with `port: 0`).
   public let localPort: Int
@@ -75,6 +77,7 @@ public final class Server: Sendable {
     }
     self.listenFD = fd
     self.pool = WorkerPool(threads: configuration.workerThreads, queueLength: configuration.workerQueueLength)
+    self.ioPool = WorkerPool(threads: configuration.ioThreads, queueLength: 1 << 20, name: "io")
   }
 
   deinit {
@@ -114,8 +117,10 @@ public final class Server: Sendable {
     loopsFinished.wait()
     closeListener()
     // Connections are gone by now (the drain deadline closes stragglers); work still running
-    // on the pool has nobody to answer, so it is not waited for.
+    // on the CPU pool has nobody to answer, so it is not waited for. The I/O threads are: the
+    // last bodies' writers are being closed there, committing every byte that arrived.
     pool.shutdown(wait: false)
+    ioPool.shutdown(wait: true)
     loops.withLock { $0 = [] }
   }
 
@@ -145,6 +150,18 @@ public final class Server: Sendable {
   }
 
   func releaseConnection() { openConnections.subtract(1, ordering: .relaxed) }
+
+  /// Queues `work` on `pool`; false when the CPU pool refused it. The I/O pool never refuses:
+  /// past its queue, or after shutdown, the work runs on a thread of its own.
+  @discardableResult
+  func submit(to pool: Pool, _ work: @escaping @Sendable () -> Void) -> Bool {
+    switch pool {
+    case .cpu: return self.pool.trySubmit(work)
+    case .io:
+      if !ioPool.trySubmit(work) { Thread.detachNewThread { work() } }
+      return true
+    }
+  }
 
   /// The handler's answer to `condition`, made safe to write.
   func response(for condition: ServerCondition, context: inout RequestContext) -> HTTPResponse {

@@ -24,18 +24,22 @@ public final class WorkerPool: Sendable {
   private let available = DispatchSemaphore(value: 0)
   private let finished = DispatchGroup()
 
-  /// Starts `threads` worker threads.
-  public init(threads: Int, queueLength: Int) {
+  /// Starts `threads` worker threads, named `attachd-<name>-<index>` (the kernel keeps 15
+  /// characters of a thread's name: keep `name` short).
+  public init(threads: Int, queueLength: Int, name: String = "cpu") {
     precondition(threads > 0 && queueLength >= 0)
     self.threadCount = threads
     self.queueLength = queueLength
     for index in 0..<threads {
       finished.enter()
+      let threadName = "attachd-\(name)-\(index)"
       let thread = Thread { [self] in
+        // Named from inside: Foundation on Linux names the kernel thread only then.
+        Thread.current.name = threadName
         self.workLoop()
         self.finished.leave()
       }
-      thread.name = "attachd-worker-\(index)"
+      thread.name = threadName
       thread.start()
     }
   }

@@ -26,10 +26,11 @@ import Testing
     let cancellation = RequestCancellation()
     func respond(_ response: HTTPResponse) { responses.withLock { $0.append(response) } }
     func sendInterim(status: Int, headers: HTTPHeaders) {}
-    func offload(_ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool {
+    func offload(_ pool: Pool, _ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool {
       respond(work(cancellation))
       return true
     }
+    func execute(_ work: @escaping @Sendable () -> Void) { work() }
     func resumeReading() {}
   }
 
@@ -39,7 +40,7 @@ import Testing
     switch decision {
     case .respond(let response):
       return response
-    case .offload(let work):
+    case .offload(_, let work):
       return work(RequestCancellation())
     case .readBody(let consumer):
       let handle = CollectingHandle()
