@@ -66,11 +66,15 @@ let package = Package(
     // libcurl, libpq and libavcodec opened when the S3 store, the PostgreSQL index or the first
     // HEVC decoder needs them.
     .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl", "CAVCodec", "CHeif"]),
+    // The durable upload engine and the three ways a body reaches it: plain (in memory or
+    // spooled), the IETF resumable-upload draft and tus 1.0, side by side. What it needs of the
+    // App (the pipeline behind a complete body, the error table) comes through `UploadHost`.
+    .target(name: "Uploads", dependencies: ["HTTP", "Server", "Storage", "Crypto"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.
     .target(
-      name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto"],
+      name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "Uploads"],
       resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
     .executableTarget(name: "attachd", dependencies: ["App", "ImagePipeline", "ImageCodecs"]),
@@ -82,6 +86,7 @@ let package = Package(
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
     .testTarget(name: "ImagePipelineTests", dependencies: ["ImagePipeline", "TestSupport"]),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "Crypto", "TestSupport"]),
-    .testTarget(name: "AppTests", dependencies: ["App", "TestSupport"]),
+    .testTarget(name: "UploadsTests", dependencies: ["Uploads", "TestSupport"]),
+    .testTarget(name: "AppTests", dependencies: ["App", "Uploads", "TestSupport"]),
   ]
 )

@@ -38,6 +38,7 @@ extension Application {
   public func makeServer(handleSignals: Bool = true) throws -> Server {
     var config = configuration.server.serverConfiguration()
     config.handleSignals = handleSignals
+    config.ioThreads = configuration.uploads.ioThreads
     if configuration.server.workerThreads == 0, configuration.storage.backend == .s3 {
       // A worker stores what it made before it takes the next image: on S3 + PostgreSQL that
       // is network round trips (a PUT, a transaction) during which its core would sit idle
@@ -49,6 +50,9 @@ extension Application {
     startBackgroundWork()
     // Weak: the server holds this application as its handler.
     readiness.setDrainingCheck { [weak server] in server?.isDraining ?? true }
+    metrics.registry.onCollect { [weak server, metrics] in
+      metrics.workerQueueDepth.set(server?.pool.queueDepth ?? 0)
+    }
     return server
   }
 }

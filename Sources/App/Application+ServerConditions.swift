@@ -12,6 +12,8 @@ extension Application {
       case .invalidResponseStatus, .unreadableFile: eventLog
       case .malformedRequest, .requestTimeout, .overloaded, .tooManyConnections: nil
       }
+    // Work the CPU workers refused: the one place an overloaded answer is made.
+    if condition == .overloaded { metrics.recordRejection(code: "overloaded") }
     if context.requestID.isEmpty {
       // Asked once at start-up and sent canned to every refused connection: no id fits them all.
       if condition == .tooManyConnections {

@@ -3,44 +3,18 @@ import HTTP
 import ImagePipeline
 import Server
 import Storage
+import Uploads
 
-/// attachd's request handler: routes requests, answers health checks, and turns every error
-/// into problem+json through `ErrorTable`.
+/// attachd's request handler: labels every request, authenticates it once, routes it through
+/// the route table (`Application+Routes.swift`) and turns every error into problem+json through
+/// `ErrorTable`.
 public final class Application: HTTPHandler {
-  /// The routes attachd answers.
-  public enum Route: Sendable, Equatable {
-    case healthz
-    case readyz
-    case metrics
-    case openAPI
-    case upload
-    case image
-    case meta
-    case delete
-    /// `/v1/uploads/{id}`: a resumable upload (HEAD, GET, PATCH, DELETE, OPTIONS).
-    case uploadResource
-    /// `OPTIONS /v1/attachments`: what uploads may do here.
-    case uploadOptions
-    /// `/v1/tus`: tus creation (POST) and discovery (OPTIONS).
-    case tusCreation
-    /// `/v1/tus/{id}`: one tus upload (HEAD, GET, PATCH, DELETE, OPTIONS).
-    case tusUpload
-
-    /// The path template, for metrics labels (never the raw path).
-    public var template: String {
-      switch self {
-      case .healthz: "/healthz"
-      case .readyz: "/readyz"
-      case .metrics: "/metrics"
-      case .openAPI: "/openapi.json"
-      case .upload, .uploadOptions: Application.attachmentsPath
-      case .uploadResource: AttachmentService.uploadsPath + "/{id}"
-      case .image, .delete: Application.attachmentsPath + "/{id}"
-      case .meta: Application.attachmentsPath + "/{id}/meta"
-      case .tusCreation: TusProtocol.path
-      case .tusUpload: TusProtocol.path + "/{id}"
-      }
-    }
+  /// Why the application could not start.
+  public struct StartError: Error, CustomStringConvertible {
+    /// What failed (never a credential).
+    public var description: String
+    /// A storage server could not be reached: worth a restart later (anything else needs a fix).
+    public var isUnavailable: Bool
   }
 
   /// The version `attachd --version` prints.
@@ -53,45 +27,22 @@ public final class Application: HTTPHandler {
   public let accessLog: AccessLog
   public let eventLog: EventLog
   public let metrics: AttachdMetrics
-  /// The attachments API; nil when storage could not be opened (see `storageFailure`).
-  public let attachments: AttachmentService?
-  /// Why storage could not be opened, when it could not.
-  public let storageFailure: String?
-  /// tus 1.0 at `/v1/tus`; nil when storage could not be opened.
-  let tus: TusService?
-  /// True when storage failed to open because a backend could not be reached (worth a retry).
-  public let storageUnavailable: Bool
-  /// The stores (attachments, uploads, readiness probe); nil when they could not be opened.
-  public let backends: StorageBackends?
-  let sweeper: Sweeper?
+  /// The attachments API: what an upload's files become, reads, deletes.
+  public let attachments: AttachmentService
+  /// The upload layer: plain, IETF resumable and tus uploads on the durable upload engine.
+  public let uploads: Uploads
+  /// The stores (attachments, uploads, readiness probe).
+  public let backends: StorageBackends
+  let sweeper: Sweeper
   let router: Router<Route>
   let requestIDs = RequestIDs()
   /// Which browser origins may call attachd (`cors.*`).
   let cors: CORSPolicy
 
-  /// The routing table.
-  static func makeRouter() -> Router<Route> {
-    var router = Router<Route>()
-    router.add("GET", "/healthz", .healthz)
-    router.add("GET", "/readyz", .readyz)
-    router.add("GET", "/metrics", .metrics)
-    router.add("GET", "/openapi.json", .openAPI)
-    router.add("POST", attachmentsPath, .upload)
-    router.add("GET", attachmentsPath + "/{id}", .image)
-    router.add("DELETE", attachmentsPath + "/{id}", .delete)
-    router.add("GET", attachmentsPath + "/{id}/meta", .meta)
-    router.add("OPTIONS", attachmentsPath, .uploadOptions)
-    for method in ["GET", "PATCH", "DELETE", "OPTIONS"] {
-      router.add(method, AttachmentService.uploadsPath + "/{id}", .uploadResource)
-    }
-    for method in TusService.collectionMethods { router.add(method, TusProtocol.path, .tusCreation) }
-    for method in TusService.uploadMethods { router.add(method, TusProtocol.path + "/{id}", .tusUpload) }
-    return router
-  }
-
   /// Opens storage under `storage.dataDir` (cleaning temp files a crash left) and builds the
-  /// access checks, pipeline and metrics. A storage failure is kept in `storageFailure`.
-  public init(configuration: Configuration, accessLog: AccessLog, eventLog: EventLog) {
+  /// access checks, pipeline, upload layer and metrics. Throws `StartError` when storage
+  /// cannot be opened: a server without its storage has nothing to serve.
+  public init(configuration: Configuration, accessLog: AccessLog, eventLog: EventLog) throws {
     self.configuration = configuration
     self.accessLog = accessLog
     self.eventLog = eventLog
@@ -110,51 +61,39 @@ public final class Application: HTTPHandler {
     access.signedLinks = configuration.signing
     let control = AccessControl(configuration: access, warn: { eventLog.warning($0) })
     let options = configuration.attachments
+    let directory = configuration.storage.dataDirectory
     do {
       // `attachd serve` creates the data directory; a missing one is a failure, not a mkdir.
       var isDirectory: ObjCBool = false
-      guard
-        FileManager.default.fileExists(
-          atPath: configuration.storage.dataDirectory, isDirectory: &isDirectory),
+      guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory),
         isDirectory.boolValue
-      else {
-        throw AppError.notReady(reason: "data directory \(configuration.storage.dataDirectory) is missing")
-      }
+      else { throw AppError.notReady(reason: "data directory \(directory) is missing") }
       let backends = try StorageBackends.open(
         configuration, node: StorageBackends.nodeName(port: configuration.server.port))
       let store = backends.attachments
-      let directory = configuration.storage.dataDirectory
       Self.logRecovery(backends.recovery, eventLog: eventLog)
       for (tenant, seconds) in options.tenantRetention.sorted(by: { $0.key < $1.key }) {
         try store.setRetention(TimeInterval(seconds), tenant: tenant)
       }
-      let pipeline = try Pipeline(configuration: options.pipelineConfiguration())
-      let engine = UploadEngine(store: backends.uploads, options: configuration.uploads)
       let service = AttachmentService(
-        store: store, pipeline: pipeline, access: control, metrics: metrics, options: options,
-        uploads: engine, eventLog: eventLog)
-      let tusService = try TusService(attachments: service, scratchDirectory: directory)
+        store: store, pipeline: try Pipeline(configuration: options.pipelineConfiguration()), access: control,
+        metrics: metrics, options: options, eventLog: eventLog)
       attachments = service
-      tus = tusService
+      uploads = try Uploads(
+        configuration: configuration.uploadsConfiguration(), store: backends.uploads, idempotency: store,
+        host: AttachmentUploadHost(metrics: metrics, eventLog: eventLog), scratchDirectory: directory)
       self.backends = backends
       sweeper = Sweeper(
         store: store, uploads: backends.uploads, interval: Double(options.sweepInterval), eventLog: eventLog)
-      storageFailure = nil
-      storageUnavailable = false
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
     } catch {
-      attachments = nil
-      tus = nil
-      backends = nil
-      sweeper = nil
-      storageFailure = String(describing: error)
-      storageUnavailable = (error as? StorageError)?.code == .unavailable
+      throw StartError(
+        description: String(describing: error), isUnavailable: (error as? StorageError)?.code == .unavailable)
     }
   }
 
   /// Labels the request (its id, on the response too, and its route template for metrics),
-  /// then routes it. Reads and deletes authenticate here, on the event loop, and are answered at
-  /// once when refused; whatever touches the disk is offloaded to the worker pool.
+  /// answers CORS preflights, authenticates it once, and routes it (`route(_:…)`).
   public func head(_ head: HTTPRequestHead, context: inout RequestContext) -> HeadDecision {
     RequestIDs.label(&context, id: requestIDs.id(for: head))
     // Before routing and authentication: a preflight carries no credentials.
@@ -162,85 +101,20 @@ public final class Application: HTTPHandler {
       context.route = Self.preflightRoute
       return .respond(preflight)
     }
-    cors.label(&context, head) { [attachments] in
-      let result = attachments?.access.authenticator.authenticate(
-        authorizationHeader: head.headers.first(name: "Authorization"))
-      guard case .ok(let principal) = result else { return nil }
+    // Once per request, and only when something asks (CORS, or a route's access rule).
+    var authentication: AuthResult?
+    let access = attachments.access
+    func authenticated() -> AuthResult {
+      if let authentication { return authentication }
+      let result = access.authenticate(head)
+      authentication = result
+      return result
+    }
+    cors.label(&context, head) {
+      guard case .ok(let principal) = authenticated() else { return nil }
       return principal.tenant
     }
-    var method = head.method
-    let isTus = head.path == TusProtocol.path || head.path.hasPrefix(TusProtocol.path + "/")
-    if isTus {
-      // Every tus answer carries Tus-Resumable, the server's own (408, 503 …) and 404/405 too.
-      for (name, value) in TusProtocol.responseHeaders {
-        context.responseHeaders.add(name: name, value: value)
-      }
-      method = TusProtocol.method(of: head)
-    }
-    let match = router.match(method: method, path: head.path)
-    if isTus, case .found(let route, let parameters) = match {
-      context.route = route.template
-      guard let tus else { return storageNotOpen(context) }
-      return tus.head(head, method: method, id: parameters["id"], context: context)
-    }
-    if case .found(.upload, _) = match, head.headers.contains(name: "Tus-Resumable") {
-      // A tus client pointed at the attachments URL: tus wins over the other upload protocols
-      // when it says so, and the upload lives under /v1/tus like any other.
-      context.route = Route.tusCreation.template
-      for (name, value) in TusProtocol.responseHeaders {
-        context.responseHeaders.add(name: name, value: value)
-      }
-      guard let tus else { return storageNotOpen(context) }
-      return tus.head(head, method: TusProtocol.method(of: head), id: nil, context: context)
-    }
-    if case .found(let route, _) = match {
-      context.route = route.template
-    } else {
-      context.route = Self.unmatchedRoute
-    }
-    if case .found(let route, let parameters) = match,
-      [.upload, .image, .meta, .delete, .uploadResource, .uploadOptions].contains(route)
-    {
-      guard let attachments else { return storageNotOpen(context) }
-      let id = parameters["id"] ?? ""
-      switch route {
-      case .upload: return attachments.uploadHead(head, context: context)
-      case .image: return attachments.image(head, id: id, context: context)
-      case .meta: return attachments.meta(head, id: id, context: context)
-      case .uploadResource: return attachments.uploadResource(head, id: id, context: context)
-      case .uploadOptions:
-        return attachments.resumableOptions(head, fields: ResumableFields(head), context: context)
-      default: return attachments.delete(head, id: id, context: context)
-      }
-    }
-    let requestID = context.requestID
-    switch match {
-    case .found(.healthz, _):
-      return .respond(Self.healthy)
-    case .found(.readyz, _):
-      // The probes write files: off the event loop (a body sent with it is never read).
-      return .offload { [self] _ in readinessResponse(requestID: requestID) }
-    case .found(.metrics, _):
-      return .respond(
-        HTTPResponse(
-          status: 200, headers: ["Content-Type": MetricsRegistry.contentType, "Cache-Control": "no-store"],
-          body: .bytes(Array(metrics.render().utf8))))
-    case .found(.openAPI, _):
-      return .respond(Self.openAPI)
-    case .methodNotAllowed(let allow):
-      return .respond(
-        ErrorTable.response(for: AppError.methodNotAllowed(allow: allow), requestID: requestID, log: nil))
-    case .found, .notFound:
-      return .respond(ErrorTable.response(for: AppError.notFound, requestID: requestID, log: nil))
-    }
-  }
-
-  /// 503 `not_ready` for a route that needs the storage that could not be opened.
-  func storageNotOpen(_ context: RequestContext) -> HeadDecision {
-    .respond(
-      ErrorTable.response(
-        for: AppError.notReady(reason: storageFailure ?? "storage"), requestID: context.requestID,
-        log: eventLog))
+    return route(head, context: &context, authentication: authenticated)
   }
 
   /// 200 when ready (data directory and the storage backends writable, not draining), else
@@ -248,13 +122,7 @@ public final class Application: HTTPHandler {
   /// (`StorageProbe`), so it follows a backend going down or coming back within seconds.
   func readinessResponse(requestID: String) -> HTTPResponse {
     var problem = readiness.check()
-    if problem == nil {
-      if let backends {
-        if let reason = backends.probe.problem() { problem = .notReady(reason: reason) }
-      } else {
-        problem = .notReady(reason: storageFailure ?? "storage is not open")
-      }
-    }
+    if problem == nil, let reason = backends.probe.problem() { problem = .notReady(reason: reason) }
     guard let problem else { return Self.ready }
     if case .notReady(let reason) = problem {
       eventLog.warning("not ready", fields: [("request_id", requestID), ("reason", reason)])
@@ -291,14 +159,14 @@ public final class Application: HTTPHandler {
 
   /// Starts the retention sweeper and the upload commit timer (`makeServer` does this).
   public func startBackgroundWork() {
-    sweeper?.start()
-    attachments?.uploads.start()
+    sweeper.start()
+    uploads.start()
   }
 
-  /// Stops the sweeper and the upload engine's threads; call once the server has stopped.
+  /// Stops the sweeper and the upload commit timer; call once the server has stopped.
   public func stopBackgroundWork() {
-    sweeper?.stop()
-    attachments?.uploads.stop()
+    sweeper.stop()
+    uploads.stop()
   }
 
   /// One event-log line when opening the upload store repaired something a crash left.

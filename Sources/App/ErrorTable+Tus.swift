@@ -1,4 +1,5 @@
 import HTTP
+import Uploads
 
 extension ErrorTable {
   /// tus 1.0 refusals. Statuses are the ones the tus specification names (412, 415, 409, 460,

@@ -2,31 +2,7 @@ import HTTP
 import ImagePipeline
 import Server
 import Storage
-
-/// What a client is told about an error: status, a stable `code`, a short public title and
-/// any header the status calls for (`Allow`, `Retry-After`).
-public struct PublicError: Sendable, Equatable {
-  public var status: Int
-  public var code: String
-  public var title: String
-  public var headers: HTTPHeaders
-  /// The problem type URI when a specification defines one (`about:blank` otherwise).
-  public var type: String
-  /// Integer members the problem type defines (e.g. `expected-offset`).
-  public var integers: [ProblemDetails.IntegerMember]
-
-  public init(
-    status: Int, code: String, title: String, headers: HTTPHeaders = [:], type: String = "about:blank",
-    integers: [ProblemDetails.IntegerMember] = []
-  ) {
-    self.status = status
-    self.code = code
-    self.title = title
-    self.headers = headers
-    self.type = type
-    self.integers = integers
-  }
-}
+import Uploads
 
 /// The one place where errors become HTTP statuses (STYLE.md, "Errors").
 ///
@@ -41,6 +17,7 @@ public enum ErrorTable {
   public static func publicError(for error: any Error) -> PublicError {
     switch error {
     case let error as AppError: publicError(for: error)
+    case let error as UploadError: publicError(for: error)
     case let error as HTTPParserError: publicError(for: error)
     case let error as MultipartError: publicError(for: error)
     case let error as ServerCondition: publicError(for: error)
@@ -156,6 +133,33 @@ public enum ErrorTable {
 
   static func publicError(for error: AppError) -> PublicError {
     switch error {
+    case .rangeNotSatisfiable(let size):
+      PublicError(
+        status: 416, code: "range_not_satisfiable", title: "Range not satisfiable",
+        headers: ["Content-Range": "bytes */\(size)"])
+    case .unknownProfile:
+      PublicError(
+        status: 400, code: "unknown_profile",
+        title: "Unknown profile (one of: \(ModelProfile.allCases.map(\.rawValue).joined(separator: ", ")))")
+    case .notFound:
+      PublicError(status: 404, code: "not_found", title: "Not found")
+    case .methodNotAllowed(let allow):
+      PublicError(
+        status: 405, code: "method_not_allowed", title: "Method not allowed",
+        headers: ["Allow": allow.joined(separator: ", ")])
+    case .notReady:
+      PublicError(
+        status: 503, code: "not_ready", title: "Storage is not writable",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    case .draining:
+      PublicError(
+        status: 503, code: "draining", title: "Server is shutting down",
+        headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+  }
+
+  static func publicError(for error: UploadError) -> PublicError {
+    switch error {
     case .emptyUpload:
       PublicError(status: 400, code: "empty", title: "The upload is empty")
     case .uploadTooLarge:
@@ -174,33 +178,13 @@ public enum ErrorTable {
     case .invalidIdempotencyKey:
       PublicError(
         status: 400, code: "invalid_idempotency_key", title: "Idempotency-Key must be 1…255 characters")
-    case .rangeNotSatisfiable(let size):
-      PublicError(
-        status: 416, code: "range_not_satisfiable", title: "Range not satisfiable",
-        headers: ["Content-Range": "bytes */\(size)"])
-    case .unknownProfile:
-      PublicError(
-        status: 400, code: "unknown_profile",
-        title: "Unknown profile (one of: \(ModelProfile.allCases.map(\.rawValue).joined(separator: ", ")))")
-    case .notFound:
-      PublicError(status: 404, code: "not_found", title: "Not found")
     case .unsupportedPatchType:
       PublicError(
         status: 415, code: "unsupported_patch_type", title: "Appends are application/partial-upload")
     case .uploadLengthExceeded:
       PublicError(status: 400, code: "upload_length_exceeded", title: "More bytes than the upload's length")
-    case .methodNotAllowed(let allow):
-      PublicError(
-        status: 405, code: "method_not_allowed", title: "Method not allowed",
-        headers: ["Allow": allow.joined(separator: ", ")])
-    case .notReady:
-      PublicError(
-        status: 503, code: "not_ready", title: "Storage is not writable",
-        headers: ["Retry-After": String(retryAfterSeconds)])
-    case .draining:
-      PublicError(
-        status: 503, code: "draining", title: "Server is shutting down",
-        headers: ["Retry-After": String(retryAfterSeconds)])
+    case .notFound:
+      PublicError(status: 404, code: "not_found", title: "Not found")
     }
   }
 
@@ -270,10 +254,19 @@ public enum ErrorTable {
   /// The problem+json response for `error`. Errors that are not the client's doing (5xx and
   /// unknown errors) are logged with their full description and the request id.
   public static func response(for error: any Error, requestID: String, log: EventLog?) -> HTTPResponse {
-    let entry = publicError(for: error)
+    problemResponse(publicError(for: error), for: error, requestID: requestID, log: log, metrics: nil)
+  }
+
+  /// The problem+json response for `entry`, the row of `error` (or a row an upload protocol
+  /// dressed): counted by its code in `metrics`, and, for a 5xx, `error`'s full description
+  /// logged with the request id (never sent).
+  static func problemResponse(
+    _ entry: PublicError, for error: any Error, requestID: String, log: EventLog?, metrics: AttachdMetrics?
+  ) -> HTTPResponse {
     if entry.status >= 500 {
       log?.error("request failed", requestID: requestID, code: entry.code, detail: String(describing: error))
     }
+    metrics?.recordRejection(code: entry.code)
     return problemResponse(entry, requestID: requestID)
   }
 

@@ -41,13 +41,18 @@ enum ServeCommand {
       CLI.printError("attachd serve: cannot create data directory \(configuration.storage.dataDirectory)")
       return exitConfig
     }
-    let application = Application(
-      configuration: configuration, accessLog: AccessLog(sink: accessSink),
-      eventLog: EventLog(sink: .standardError))
-    if let failure = application.storageFailure {
-      CLI.printError("attachd serve: cannot open storage (\(configuration.storageSummary)): \(failure)")
+    let application: Application
+    do {
+      application = try Application(
+        configuration: configuration, accessLog: AccessLog(sink: accessSink),
+        eventLog: EventLog(sink: .standardError))
+    } catch let error as Application.StartError {
+      CLI.printError("attachd serve: cannot open storage (\(configuration.storageSummary)): \(error)")
       // A server that is down or not up yet is worth a restart later; anything else needs a fix.
-      return application.storageUnavailable ? exitUnavailable : exitConfig
+      return error.isUnavailable ? exitUnavailable : exitConfig
+    } catch {
+      CLI.printError("attachd serve: \(error)")
+      return exitConfig
     }
     // A parent may have started us with SIGTERM/SIGINT blocked (threads of libdispatch block
     // them, and posix_spawn passes the mask on); blocked, they would never start the drain.

@@ -8,10 +8,11 @@ import Testing
 @testable import App
 
 @Suite struct ApplicationTests {
-  func makeApp(dataDirectory: String) -> Application {
+  /// The application on a data directory (a fresh one when nil); storage must open.
+  func makeApp(dataDirectory: String? = nil) throws -> Application {
     var config = Application.Configuration()
-    config.storage.dataDirectory = dataDirectory
-    return Application(
+    config.storage.dataDirectory = try dataDirectory ?? temporaryDirectory()
+    return try Application(
       configuration: config, accessLog: AccessLog(sink: .off), eventLog: EventLog(sink: .off))
   }
 
@@ -52,8 +53,8 @@ import Testing
     }
   }
 
-  @Test func healthzIsAnsweredOnTheLoopAndReadyzOffTheLoop() {
-    let app = makeApp(dataDirectory: "/tmp")
+  @Test func healthzIsAnsweredOnTheLoopAndReadyzOffTheLoop() throws {
+    let app = try makeApp()
     var context = RequestContext(remoteAddress: "127.0.0.1:1")
     guard case .respond = app.head(HTTPRequestHead(method: "GET", target: "/healthz"), context: &context)
     else {
@@ -67,8 +68,8 @@ import Testing
     }
   }
 
-  @Test func everyRequestIsLabelledWithItsIdAndRouteTemplate() {
-    let app = makeApp(dataDirectory: "/tmp")
+  @Test func everyRequestIsLabelledWithItsIdAndRouteTemplate() throws {
+    let app = try makeApp()
     var sent = RequestContext(remoteAddress: "127.0.0.1:1")
     _ = app.head(
       HTTPRequestHead(
@@ -99,7 +100,7 @@ import Testing
   }
 
   @Test func healthzAnswers200() throws {
-    let response = try respond(makeApp(dataDirectory: "/nonexistent"), "GET", "/healthz")
+    let response = try respond(makeApp(), "GET", "/healthz")
     #expect(response.status == 200)
     #expect(try json(response)["status"] as? String == "ok")
   }
@@ -113,7 +114,11 @@ import Testing
   }
 
   @Test func readyzAnswers503WhenTheDataDirectoryIsMissing() throws {
-    let response = try respond(makeApp(dataDirectory: "/nonexistent/attachd"), "GET", "/readyz")
+    // Storage opened, then the directory went (a volume unmounted under a running server).
+    let dir = try temporaryDirectory()
+    let app = try makeApp(dataDirectory: dir)
+    try FileManager.default.removeItem(atPath: dir)
+    let response = try respond(app, "GET", "/readyz")
     #expect(response.status == 503)
     #expect(response.headers.first(name: "Retry-After") == "5")
     #expect(try json(response)["code"] as? String == "not_ready")
@@ -124,13 +129,14 @@ import Testing
     throws
   {
     let dir = try temporaryDirectory()
+    let app = try makeApp(dataDirectory: dir)
     chmod(dir, 0o500)
     defer { chmod(dir, 0o700) }
-    #expect(try respond(makeApp(dataDirectory: dir), "GET", "/readyz").status == 503)
+    #expect(try respond(app, "GET", "/readyz").status == 503)
   }
 
   @Test func readyzAnswers503WhileDraining() throws {
-    let app = makeApp(dataDirectory: try temporaryDirectory())
+    let app = try makeApp()
     app.readiness.setDrainingCheck { true }
     let response = try respond(app, "GET", "/readyz")
     #expect(response.status == 503)
@@ -139,14 +145,14 @@ import Testing
   }
 
   @Test func unknownPathsAre404ProblemJSON() throws {
-    let response = try respond(makeApp(dataDirectory: "/tmp"), "GET", "/nope?x=1")
+    let response = try respond(makeApp(), "GET", "/nope?x=1")
     #expect(response.status == 404)
     #expect(response.headers.first(name: "Content-Type") == "application/problem+json")
     #expect(try json(response)["code"] as? String == "not_found")
   }
 
   @Test func otherMethodsOnHealthzAre405WithAllow() throws {
-    let response = try respond(makeApp(dataDirectory: "/tmp"), "DELETE", "/healthz")
+    let response = try respond(makeApp(), "DELETE", "/healthz")
     #expect(response.status == 405)
     #expect(response.headers.first(name: "Allow") == "GET, HEAD")
     #expect(try json(response)["code"] as? String == "method_not_allowed")

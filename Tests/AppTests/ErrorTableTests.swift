@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import App
+@testable import Uploads
 
 @Suite struct ErrorTableTests {
   struct LibraryError: Error, CustomStringConvertible {

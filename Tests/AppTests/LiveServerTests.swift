@@ -12,7 +12,7 @@ import Testing
     config.server.eventLoops = 1
     config.storage.dataDirectory = dir
     let accessPath = dir + "/access.log"
-    let app = Application(
+    let app = try Application(
       configuration: config, accessLog: AccessLog(sink: try LogSink(appendingTo: accessPath)),
       eventLog: EventLog(sink: .off))
     let server = try app.makeServer(handleSignals: false)
@@ -76,7 +76,7 @@ import Testing
     config.server.port = 0
     config.server.eventLoops = 1
     config.storage.dataDirectory = dir
-    let app = Application(
+    let app = try Application(
       configuration: config, accessLog: AccessLog(sink: .off), eventLog: EventLog(sink: .off))
     let server = try app.makeServer(handleSignals: false)
     #expect(app.readiness.check() == nil)

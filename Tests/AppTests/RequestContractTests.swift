@@ -71,7 +71,7 @@ import Testing
     var config = try ServerConditionTests.liveConfiguration()
     config.storage.dataDirectory = dir
     let accessPath = dir + "/access.log"
-    let app = Application(
+    let app = try Application(
       configuration: config, accessLog: AccessLog(sink: try LogSink(appendingTo: accessPath)),
       eventLog: EventLog(sink: .off))
     let server = try app.makeServer(handleSignals: false)

@@ -26,7 +26,7 @@ import Testing
   func serverConditionsMapToTheirStatusCodeAndHeaders(
     condition: ServerCondition, status: Int, code: String, retryAfter: String?
   ) throws {
-    let response = Self.application().response(for: condition, requestID: "req-7")
+    let response = try Self.application().response(for: condition, requestID: "req-7")
     #expect(response.status == status)
     #expect(response.headers.first(name: "Retry-After") == retryAfter)
     #expect(response.headers.first(name: "Content-Type") == "application/problem+json")
@@ -58,7 +58,7 @@ import Testing
   }
 
   @Test func theCannedConnectionCapAnswerHasNoInstance() throws {
-    let response = Self.application().response(for: .tooManyConnections, requestID: nil)
+    let response = try Self.application().response(for: .tooManyConnections, requestID: nil)
     let problem = try Self.problem(response)
     #expect(problem["code"] as? String == "too_many_connections")
     #expect(problem["instance"] == nil)
@@ -66,7 +66,7 @@ import Testing
 
   @Test func aConditionBeforeAnyHeadIsLabelledWithAFreshID() throws {
     var context = RequestContext(remoteAddress: "127.0.0.1:1")
-    let response = Self.application().response(
+    let response = try Self.application().response(
       for: .malformedRequest(HTTPParserError(.invalidRequestLine)), context: &context)
     #expect(!context.requestID.isEmpty)
     #expect(context.responseHeaders.first(name: "X-Request-Id") == context.requestID)
@@ -77,7 +77,7 @@ import Testing
   @Test func onlyServerFaultsAreLoggedWithTheirDetail() throws {
     let dir = try LiveTesting.temporaryDirectory()
     let path = dir + "/events.log"
-    let app = Self.application(eventLog: EventLog(sink: try LogSink(appendingTo: path)))
+    let app = try Self.application(eventLog: EventLog(sink: try LogSink(appendingTo: path)))
     _ = app.response(for: .overloaded, requestID: "req-1")
     _ = app.response(for: .malformedRequest(HTTPParserError(.bareLF)), requestID: "req-2")
     let fault = app.response(for: .unreadableFile(path: "/secret/file", errno: ENOENT), requestID: "req-3")
@@ -168,9 +168,8 @@ import Testing
 
   // MARK: Helpers
 
-  static func application(eventLog: EventLog = EventLog(sink: .off)) -> Application {
-    Application(
-      configuration: Application.Configuration(), accessLog: AccessLog(sink: .off), eventLog: eventLog)
+  static func application(eventLog: EventLog = EventLog(sink: .off)) throws -> Application {
+    try Application(configuration: liveConfiguration(), accessLog: AccessLog(sink: .off), eventLog: eventLog)
   }
 
   static func body(_ response: HTTPResponse) throws -> [UInt8] {
@@ -193,7 +192,7 @@ import Testing
 
   /// Runs `body` against a live server with the Application as handler, then drains it.
   static func withServer(_ config: Application.Configuration, _ body: (Server, Int) throws -> Void) throws {
-    let app = Application(
+    let app = try Application(
       configuration: config, accessLog: AccessLog(sink: .off), eventLog: EventLog(sink: .off))
     let server = try app.makeServer(handleSignals: false)
     let stopped = DispatchSemaphore(value: 0)

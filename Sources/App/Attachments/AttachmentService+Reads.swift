@@ -5,32 +5,25 @@ import Server
 import Storage
 
 extension AttachmentService {
-  /// `GET`/`HEAD /v1/attachments/{id}`: with a key (read scope, checked here on the loop) or a
-  /// signed link (checked against the index, off the loop); the look-up is offloaded.
-  func image(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HeadDecision {
+  /// `GET`/`HEAD /v1/attachments/{id}`: with a key (`caller`, read scope, checked on the loop)
+  /// or a signed link (`caller` nil; checked against the index, off the loop); the look-up is
+  /// offloaded.
+  func image(_ head: HTTPRequestHead, id: String, caller: Principal?, context: RequestContext) -> HeadDecision
+  {
     let query = head.query.map(String.init)
     // nil: the tenant's default, known once the tenant is.
-    let profile: ModelProfile?
-    switch ProfileQuery.profiles(in: head.query) {
-    case .failure(let error): return .respond(problem(error, context))
-    case .success(let profiles): profile = profiles.first
-    }
-    if SignedURL.isSigned(query: query) {
+    let profile = (try? ProfileQuery.profiles(in: head.query).get())?.first
+    guard let caller else {
       // The link is bound to the owner's tenant, which only the index knows.
       return .offload { [self] cancellation in
         signedImage(
           head, id: id, query: query, profile: profile, context: context, cancellation: cancellation)
       }
     }
-    switch access.authorize(head, scope: .read) {
-    case .failure(let error): return .respond(problem(error, context))
-    case .success(let principal):
-      return .offload { [self] cancellation in
-        image(
-          head, id: id, tenant: principal.tenant, viewer: principal.viewer, profile: profile,
-          context: context,
-          cancellation: cancellation)
-      }
+    return .offload { [self] cancellation in
+      image(
+        head, id: id, tenant: caller.tenant, viewer: caller.viewer, profile: profile, context: context,
+        cancellation: cancellation)
     }
   }
 
@@ -57,7 +50,7 @@ extension AttachmentService {
     _ head: HTTPRequestHead, id: String, tenant: String, viewer: Viewer, profile: ModelProfile?,
     context: RequestContext, cancellation: RequestCancellation
   ) -> HTTPResponse {
-    switch lookup(tenant: tenant, viewer: viewer, id: id, context: context) {
+    switch lookup(tenant: tenant, viewer: viewer, id: id, requestID: context.requestID) {
     case .failure(let failure): return failure.response
     case .success(let record):
       let chosen = profile ?? options.profiles.defaultProfile(for: tenant)
@@ -72,21 +65,13 @@ extension AttachmentService {
 
   /// `GET /v1/attachments/{id}/meta`: the JSON record (read scope, checked on the loop).
   /// With `?profile=`, the top level describes that profile's image, made now if missing.
-  func meta(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HeadDecision {
-    let profile: ModelProfile?
-    switch ProfileQuery.profiles(in: head.query) {
-    case .failure(let error): return .respond(problem(error, context))
-    case .success(let profiles): profile = profiles.first
-    }
-    let principal: Principal
-    switch access.authorize(head, scope: .read) {
-    case .failure(let error): return .respond(problem(error, context))
-    case .success(let p): principal = p
-    }
+  func meta(_ head: HTTPRequestHead, id: String, caller: Principal, context: RequestContext) -> HeadDecision {
+    let profile = (try? ProfileQuery.profiles(in: head.query).get())?.first
+    let requestID = context.requestID
     return .offload { [self] cancellation in
       metaResponse(
-        tenant: principal.tenant, viewer: principal.viewer, id: id, profile: profile,
-        cancellation: PipelineCancellation(cancellation), context: context)
+        tenant: caller.tenant, viewer: caller.viewer, id: id, profile: profile,
+        cancellation: PipelineCancellation(cancellation), requestID: requestID)
     }
   }
 
@@ -95,9 +80,9 @@ extension AttachmentService {
   /// worker).
   func metaResponse(
     tenant: String, viewer: Viewer, id: String, profile: ModelProfile?,
-    cancellation: PipelineCancellation = PipelineCancellation(), context: RequestContext
+    cancellation: PipelineCancellation = PipelineCancellation(), requestID: String
   ) -> HTTPResponse {
-    switch lookup(tenant: tenant, viewer: viewer, id: id, context: context) {
+    switch lookup(tenant: tenant, viewer: viewer, id: id, requestID: requestID) {
     case .failure(let failure): return failure.response
     case .success(let record):
       let chosen = profile ?? options.profiles.defaultProfile(for: tenant)
@@ -105,7 +90,7 @@ extension AttachmentService {
       do {
         renditions = try self.renditions(of: record, ensuring: chosen, cancellation: cancellation)
       } catch {
-        return problem(error, context)
+        return problem(error, requestID: requestID)
       }
       return HTTPResponse(
         status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "private, no-cache"],
@@ -113,13 +98,9 @@ extension AttachmentService {
     }
   }
 
-  /// `DELETE /v1/attachments/{id}` (delete scope): 204, or 404 exactly like a missing id.
-  func delete(_ head: HTTPRequestHead, id: String, context: RequestContext) -> HeadDecision {
-    let principal: Principal
-    switch access.authorize(head, scope: .delete) {
-    case .failure(let error): return .respond(problem(error, context))
-    case .success(let p): principal = p
-    }
+  /// `DELETE /v1/attachments/{id}` (delete scope, checked on the loop): 204, or 404 exactly
+  /// like a missing id.
+  func delete(id: String, caller principal: Principal, context: RequestContext) -> HeadDecision {
     guard SecureRandom.isIdentifier(id) else { return .respond(problem(AppError.notFound, context)) }
     // The delete commits a transaction (fsync): not on the event loop.
     return .offload { [self] _ in
@@ -136,17 +117,19 @@ extension AttachmentService {
 
   /// The tenant's live record, or the 404 a missing (or another tenant's, another user's, or
   /// malformed) id gets.
-  private func lookup(tenant: String, viewer: Viewer, id: String, context: RequestContext) -> Result<
+  private func lookup(tenant: String, viewer: Viewer, id: String, requestID: String) -> Result<
     AttachmentRecord, Failure
   > {
-    guard SecureRandom.isIdentifier(id) else { return .failure(Failure(problem(AppError.notFound, context))) }
+    guard SecureRandom.isIdentifier(id) else {
+      return .failure(Failure(problem(AppError.notFound, requestID: requestID)))
+    }
     do {
       guard let record = try store.get(tenant: tenant, id: id, visibleTo: viewer) else {
-        return .failure(Failure(problem(AppError.notFound, context)))
+        return .failure(Failure(problem(AppError.notFound, requestID: requestID)))
       }
       return .success(record)
     } catch {
-      return .failure(Failure(problem(error, context)))
+      return .failure(Failure(problem(error, requestID: requestID)))
     }
   }
 

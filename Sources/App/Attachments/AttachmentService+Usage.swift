@@ -1,22 +1,19 @@
 import HTTP
 import Storage
+import Uploads
 
 extension AttachmentService {
   /// Counts an upload's files and bytes against its token's and user's allowances before any
   /// image is decoded (on the worker thread: the counters are in the index).
-  func reserveUsage(_ upload: ReceivedUpload) -> Result<UsageLimiter.Hold, Failure> {
-    let principal = upload.request.principal
+  func reserveUsage(_ upload: ReceivedUpload, principal: Principal) -> Result<UsageLimiter.Hold, any Error> {
     guard principal.user != nil else { return .success(.none) }
     let bytes = upload.parts.reduce(0) { $0 + $1.count }
     do {
-      switch try access.usage.reserve(
-        for: principal, files: upload.parts.count, bytes: bytes, store: store, now: store.now)
-      {
-      case .success(let hold): return .success(hold)
-      case .failure(let error): return .failure(Failure(problem(error, requestID: upload.request.requestID)))
-      }
+      return try access.usage.reserve(
+        for: principal, files: upload.parts.count, bytes: bytes, store: store, now: store.now
+      ).mapError { $0 }
     } catch {
-      return .failure(Failure(problem(error, requestID: upload.request.requestID)))
+      return .failure(error)
     }
   }
 

@@ -70,11 +70,19 @@ public final class AccessControl: Sendable {
     }
   }
 
+  /// Who sent `head`: its one `Authorization` field checked (two are refused as ambiguous).
+  /// Done once per request; `authorize` then judges the result for the route's scope.
+  public func authenticate(_ head: HTTPRequestHead) -> AuthResult {
+    let values = head.headers["Authorization"]
+    guard values.count <= 1 else { return .invalid }
+    return authenticator.authenticate(authorizationHeader: values.first, now: wallClock())
+  }
+
   /// The principal of a request that needs `scope`: authenticated (401), carrying the scope
   /// (403) and within its rate (429). Refused requests take no token from a bucket.
-  public func authorize(authorizationHeader: String?, scope: Scope) -> Result<Principal, AccessError> {
+  public func authorize(_ authentication: AuthResult, scope: Scope) -> Result<Principal, AccessError> {
     let principal: Principal
-    switch authenticator.authenticate(authorizationHeader: authorizationHeader, now: wallClock()) {
+    switch authentication {
     case .missing: return .failure(.missingKey)
     case .invalid: return .failure(.invalidKey)
     case .refused(let error): return .failure(.token(error))
@@ -90,11 +98,15 @@ public final class AccessControl: Sendable {
     return .success(principal)
   }
 
-  /// `authorize` for a request head; two `Authorization` fields are refused as ambiguous.
+  /// `authorize` for a request head (authenticated now).
   public func authorize(_ head: HTTPRequestHead, scope: Scope) -> Result<Principal, AccessError> {
-    let values = head.headers["Authorization"]
-    guard values.count <= 1 else { return .failure(.invalidKey) }
-    return authorize(authorizationHeader: values.first, scope: scope)
+    authorize(authenticate(head), scope: scope)
+  }
+
+  /// `authorize` for an `Authorization` header value.
+  public func authorize(authorizationHeader: String?, scope: Scope) -> Result<Principal, AccessError> {
+    authorize(
+      authenticator.authenticate(authorizationHeader: authorizationHeader, now: wallClock()), scope: scope)
   }
 
   /// Starts an upload for `principal`; on success call `endUpload(for:)` exactly once later.

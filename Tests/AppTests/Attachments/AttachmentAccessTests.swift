@@ -71,7 +71,7 @@ struct AttachmentAccessTests {
     let moved = link.replacingOccurrences(of: id, with: otherID)
     let movedReply = try server.curl(moved, [])
     #expect(movedReply.status == 403 && movedReply.code == "signed_link_invalid")
-    let signer = try #require(server.app.attachments).access.signer
+    let signer = server.app.attachments.access.signer
     let expired = signer.make(id: id, tenant: "acme", expiresAt: Int(Date().timeIntervalSince1970) - 10)
     let expiredReply = try server.curl(expired, [])
     #expect(expiredReply.status == 403 && expiredReply.code == "signed_link_expired")
@@ -159,7 +159,7 @@ struct AttachmentAccessTests {
     let output = Pipe()
     process.standardOutput = output
     try process.run()
-    let service = try #require(server.app.attachments)
+    let service = server.app.attachments
     #expect(LiveTesting.waitUntil(seconds: 10) { service.metrics.uploadsInFlight.current == 1 })
     let during = try server.upload(file: Self.file, headers: ["Idempotency-Key: slow-1"])
     #expect(during.status == 409 && during.code == "idempotency_in_progress")

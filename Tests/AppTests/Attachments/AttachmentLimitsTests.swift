@@ -40,7 +40,7 @@ struct AttachmentLimitsTests {
   @Test func theUploadCapRefusesWith429AndAnAbortedUploadGivesItsSlotBackStoringNothing() throws {
     let server = try AttachmentServer { $0.limits.uploads.maxConcurrentUploadsPerKey = 1 }
     defer { server.stop() }
-    let service = try #require(server.app.attachments)
+    let service = server.app.attachments
     let client = try Self.slowUpload(server, hold: 4, finish: false)
     #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 1 })
     let refused = try server.upload(file: Self.file)
@@ -58,7 +58,7 @@ struct AttachmentLimitsTests {
     // libheif takes well over 50 ms on the iPhone photo; the pipeline stops when it returns.
     let server = try AttachmentServer { $0.attachments.pipelineDeadline = 0.05 }
     defer { server.stop() }
-    let service = try #require(server.app.attachments)
+    let service = server.app.attachments
     let reply = try server.upload(file: UploadClientTests.corpusPath("heic-iphonexs-irot-exif6-gps.heic"))
     #expect(reply.status == 503)
     #expect(reply.code == "deadline_exceeded")
@@ -94,7 +94,7 @@ struct AttachmentLimitsTests {
       $0.attachments.sweepInterval = 1
     }
     defer { server.stop() }
-    let service = try #require(server.app.attachments)
+    let service = server.app.attachments
     let record = try #require(try server.upload(file: Self.file).json)
     let id = try #require(record["id"] as? String)
     let acme = AttachmentServer.bearer(AttachmentServer.acmeKey)

@@ -40,8 +40,7 @@ final class AttachmentServer {
     config.signing.secret = "test-signing-secret-0123456789abcdef"
     configure(&config)
     try config.validate()
-    app = Application(configuration: config, accessLog: accessLog, eventLog: eventLog)
-    if let failure = app.storageFailure { throw CocoaError(.fileReadUnknown, userInfo: ["detail": failure]) }
+    app = try Application(configuration: config, accessLog: accessLog, eventLog: eventLog)
     server = try app.makeServer(handleSignals: false)
     base = "http://127.0.0.1:\(server.localPort)"
     Thread.detachNewThread { [server, stopped] in

@@ -89,7 +89,7 @@ import Testing
     let listed = try #require((meta["profiles"] as? [String: [String: Any]])?["openai"])
     #expect(listed["bytes"] as? Int == made.body.count)
     #expect(meta["profile"] as? String == "default")
-    #expect(try server.app.attachments!.store.statistics().blobs == 3)
+    #expect(try server.app.attachments.store.statistics().blobs == 3)
 
     // Meta for a profile makes it too.
     let gemini = try #require(
@@ -105,7 +105,7 @@ import Testing
 
     // Deleting the attachment removes every rendition's bytes.
     #expect(try server.curl("/v1/attachments/\(id)", ["-X", "DELETE", "-H", Self.key]).status == 204)
-    #expect(try server.app.attachments!.store.statistics().blobs == 0)
+    #expect(try server.app.attachments.store.statistics().blobs == 0)
     let blobs = try FileManager.default.subpathsOfDirectory(atPath: server.directory + "/data/blobs")
     #expect(blobs.filter { $0.count > 60 }.isEmpty, "\(blobs)")
   }

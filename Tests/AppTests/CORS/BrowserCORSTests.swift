@@ -128,11 +128,11 @@ import Testing
 
     // The same page from an origin on no list: the browser's preflight gets no CORS answer, so
     // the upload is never sent and nothing is stored.
-    let before = try server.app.attachments!.store.statistics().attachments
+    let before = try server.app.attachments.store.statistics().attachments
     let unlisted = "http://localhost:\(pages.port)"
     let blocked = try Self.run(url: unlisted + "/page.html" + query, profile: directory + "/chromium-2")
     #expect(blocked["stage"] as? String == "upload", "\(blocked)")
     #expect((blocked["error"] as? String)?.contains("Failed to fetch") == true, "\(blocked)")
-    #expect(try server.app.attachments!.store.statistics().attachments == before)
+    #expect(try server.app.attachments.store.statistics().attachments == before)
   }
 }

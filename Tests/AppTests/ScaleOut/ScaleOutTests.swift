@@ -118,7 +118,7 @@ struct ScaleOutTests {
 
     let reports = Mutex<[AttachmentStore.SweepReport]>([])
     let failures = Mutex<[String]>([])
-    let stores = nodes.map { $0.app.attachments!.store }
+    let stores = nodes.map { $0.app.attachments.store }
     let group = DispatchGroup()
     for store in stores {
       group.enter()

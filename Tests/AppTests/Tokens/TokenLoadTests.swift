@@ -81,7 +81,7 @@ struct TokenLoadTests {
     for (user, outcomes) in results {
       #expect(outcomes == ["201": 10], "\(user): \(outcomes)")
     }
-    #expect(try server.app.attachments?.store.statistics().attachments == 500)
+    #expect(try server.app.attachments.store.statistics().attachments == 500)
     print("50 users × 10 concurrent uploads: 500 × 201 in \(String(format: "%.1f", seconds)) s")
   }
 

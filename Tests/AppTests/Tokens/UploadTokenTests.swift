@@ -152,7 +152,7 @@ struct UploadTokenTests {
         #expect(challenge == #"Bearer error="insufficient_scope", scope="upload""#)
       }
     }
-    #expect(try server.app.attachments?.store.statistics().attachments == 0)
+    #expect(try server.app.attachments.store.statistics().attachments == 0)
   }
 
   @Test func maxFilesAndMaxBytesBoundOneJtiAndFailedImagesDoNotCount() throws {
@@ -189,7 +189,7 @@ struct UploadTokenTests {
     let chunked = try server.curl(
       "/v1/attachments", ["--data-binary", "@" + image, "-H", tiny, "-H", "Transfer-Encoding: chunked"])
     #expect(chunked.status == 403 && chunked.code == "token_max_bytes")
-    #expect(try server.app.attachments?.store.statistics().attachments == 3)
+    #expect(try server.app.attachments.store.statistics().attachments == 3)
   }
 
   @Test func aUsersDailyQuotaAnswers429UntilTheDayEnds() throws {

@@ -111,7 +111,7 @@ struct TusAccessTests {
     let head = try tus.request("HEAD", path, [S.tus, S.acme])
     #expect(head.status == 404 && head["Upload-Offset"] == nil)
     #expect(try tus.patch(path, offset: 40, [1]).status == 404)
-    tus.server.app.sweeper?.sweepOnce()
+    tus.server.app.sweeper.sweepOnce()
     #expect(!FileManager.default.fileExists(atPath: spool))
     let (_, rows) = try LiveTesting.run(
       "/usr/bin/sqlite3", [data + "/index.sqlite", "SELECT count(*) FROM uploads WHERE id = '\(id)'"])
@@ -129,7 +129,7 @@ struct TusAccessTests {
       slow.head("PATCH", path, [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("Content-Length", "1000")])
         + [UInt8](repeating: 1, count: 100))
     #expect(
-      LiveTesting.waitUntil(seconds: 5) { tus.server.app.attachments?.access.uploadsInFlight == 1 })
+      LiveTesting.waitUntil(seconds: 5) { tus.server.app.attachments.access.uploadsInFlight == 1 })
     let refused = try tus.patch(other, offset: 0, [1, 2, 3])
     #expect(refused.status == 429 && refused.code == "too_many_uploads")
     #expect(refused["Retry-After"] == "1")
@@ -144,7 +144,7 @@ struct TusAccessTests {
     defer { tus.stop() }
     let path = try tus.create(length: 1000)
     let id = String(path.split(separator: "/").last!)
-    let store = try #require(tus.server.app.attachments?.uploads.store)
+    let store = tus.server.app.uploads.store
     let stale = try tus.wire()
     try stale.send(
       stale.head(

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import App
+@testable import Uploads
 
 /// The checksum and checksum-trailer extensions: a chunk reaches the upload only when its
 /// digest matches; otherwise 460 and the upload is untouched.
@@ -118,7 +119,7 @@ struct TusChecksumTests {
     let tus = try TusServer()
     defer { tus.stop() }
     let chunk = [UInt8](repeating: 3, count: 4000)
-    let access = try #require(tus.server.app.attachments?.access)
+    let access = tus.server.app.attachments.access
     for checksum in [nil, Self.checksum(chunk, .sha1)] {
       let path = try tus.create(length: 4000)
       do {

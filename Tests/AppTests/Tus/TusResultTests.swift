@@ -14,7 +14,7 @@ struct TusResultTests {
   /// A tus upload of `bytes` made in the store directly, every byte written and committed.
   static func writtenUpload(_ tus: TusServer, _ bytes: [UInt8]) throws -> (store: any UploadStore, id: String)
   {
-    let store = try #require(tus.server.app.attachments?.uploads.store)
+    let store = tus.server.app.uploads.store
     let upload = try store.create(
       NewUpload(
         tenant: "acme", length: bytes.count, maxLength: 64 << 20, protocolName: "tus", lifetime: 3600))

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import App
+@testable import Uploads
 
 /// The rules around a resumable upload, live: each version's error shapes, who may touch an
 /// upload, takeover by a newer request, progress, expiry, limits, idempotency and repeats.

@@ -112,7 +112,7 @@ struct SpooledUploadTests {
     #expect(LiveTesting.waitUntil(seconds: 5) { !Self.spoolFiles(server).isEmpty })
     client.close()
     #expect(LiveTesting.waitUntil(seconds: 5) { Self.spoolFiles(server).isEmpty })
-    #expect(server.app.attachments?.uploads.streamingBodies == 0)
+    #expect(server.app.uploads.engine.streamingBodies == 0)
   }
 
   @Test func anIdempotentSpooledUploadIsReplayed() throws {

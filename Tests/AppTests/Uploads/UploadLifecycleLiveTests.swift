@@ -34,7 +34,7 @@ struct UploadLifecycleLiveTests {
   }
 
   static func storedCount(_ server: AttachmentServer) throws -> Int {
-    try #require(server.app.attachments).store.statistics().attachments
+    try server.app.attachments.store.statistics().attachments
   }
 
   @Test(arguments: [nil, 8])

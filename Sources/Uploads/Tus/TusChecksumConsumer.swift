@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// The writer is opened before any byte is read (the offset is checked and a writer in flight
 /// is taken over, as for any PATCH) and held, unwritten, while the chunk arrives. Blocking work
-/// (opening, spilling, verifying, writing) runs on the upload engine's I/O threads while
+/// (opening, spilling, verifying, writing) runs on the server's upload I/O threads while
 /// reading is paused; the answer is `TusChunkDelegate`'s, as for a streamed chunk.
 final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
   private enum Phase {
@@ -35,19 +35,20 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
     var preempted = false
   }
 
-  private let service: TusService
+  private let tus: TusUploads
   private let delegate: TusChunkDelegate
-  private let source: TusService.ChecksumSource
+  private let source: TusUploads.ChecksumSource
   private let held: HeldBytes
   /// The running digest of a checksum given in the head, fed as bytes leave memory.
   private let digest: Mutex<MessageDigest?>
   private let state = Mutex(State())
 
-  init(service: TusService, delegate: TusChunkDelegate, checksum: TusService.ChecksumSource) {
-    self.service = service
+  init(tus: TusUploads, delegate: TusChunkDelegate, checksum: TusUploads.ChecksumSource) {
+    self.tus = tus
     self.delegate = delegate
     self.source = checksum
-    self.held = HeldBytes(directory: service.scratchDirectory, memoryBytes: service.options.writeBufferBytes)
+    self.held = HeldBytes(
+      directory: tus.uploads.scratchDirectory, memoryBytes: tus.uploads.configuration.writeBufferBytes)
     if case .header(let checksum) = checksum {
       digest = Mutex(MessageDigest(checksum.algorithm))
     } else {
@@ -120,7 +121,7 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
     if abort { submit { $0.abort() } }
   }
 
-  // MARK: - Blocking work (the engine's I/O threads)
+  // MARK: - Blocking work (the upload I/O threads)
 
   private func open() {
     guard let handle = state.withLock({ $0.handle }) else { return }
@@ -196,7 +197,7 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
       return
     }
     do {
-      try held.forEachPiece(pieceBytes: service.options.writeBufferBytes) { piece in
+      try held.forEachPiece(pieceBytes: tus.uploads.configuration.writeBufferBytes) { piece in
         if try writer.append(piece) == .flushNeeded { try writer.flush() }
       }
     } catch let error as StorageError where error.code == .preempted {
@@ -230,7 +231,7 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
       guard values.count == 1 else { throw TusError.invalidChecksum }
       let checksum = try TusChecksum(parsing: values[0])
       let digest = MessageDigest(checksum.algorithm)
-      try held.forEachPiece(pieceBytes: service.options.writeBufferBytes) { digest.update($0) }
+      try held.forEachPiece(pieceBytes: tus.uploads.configuration.writeBufferBytes) { digest.update($0) }
       return checksum.matches(digest.finalize())
     }
   }
@@ -277,13 +278,14 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
     }
     guard let handle else { return }
     let delegate = self.delegate
-    service.attachments.uploads.submit { [held] in
+    handle.execute { [held] in
       held.close()
       delegate.preempted(handle: handle)
     }
   }
 
+  /// Runs `work` on the upload I/O threads for this request (its handle is known from `start`).
   private func submit(_ work: @escaping @Sendable (TusChecksumConsumer) -> Void) {
-    service.attachments.uploads.submit { [self] in work(self) }
+    state.withLock { $0.handle }?.execute { [self] in work(self) }
   }
 }

@@ -7,7 +7,7 @@ import Storage
 /// (`ResumableVersion` says which).
 struct ResumableAnswers: Sendable {
   let version: ResumableVersion
-  let service: AttachmentService
+  let uploads: Uploads
   let requestID: String
 
   /// Where an upload stands, as far as an answer tells it.
@@ -51,7 +51,7 @@ struct ResumableAnswers: Sendable {
   /// defines them, `Upload-Offset` on a 409, the position when known. `provided` is the offset
   /// the request named (for the mismatching-offset members).
   func problem(_ error: any Error, position: Position?, provided: Int? = nil) -> HTTPResponse {
-    var entry = ErrorTable.publicError(for: error)
+    var entry = uploads.host.publicError(for: error)
     var offsetAlways = false
     if let storage = error as? StorageError {
       switch storage.code {
@@ -69,12 +69,7 @@ struct ResumableAnswers: Sendable {
       default: break
       }
     }
-    if entry.status >= 500 {
-      service.eventLog.error(
-        "request failed", requestID: requestID, code: entry.code, detail: String(describing: error))
-    }
-    service.metrics.recordRejection(code: entry.code)
-    let response = ErrorTable.problemResponse(entry, requestID: requestID)
+    let response = uploads.host.problemResponse(entry, for: error, requestID: requestID)
     return decorate(response, position: position, offsetAlways: offsetAlways)
   }
 

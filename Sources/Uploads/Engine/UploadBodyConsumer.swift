@@ -4,8 +4,8 @@ import Storage
 import Synchronization
 
 /// Streams one request body into an `UploadWriter` with backpressure: reading pauses while the
-/// writer is opened and while its buffer is flushed (both off the loop, on the engine's I/O
-/// pool); a timer commits slow uploads so their offset advances; the writer is closed at the
+/// writer is opened and while its buffer is flushed (both off the loop, on the server's upload
+/// I/O threads); a timer commits slow uploads so their offset advances; the writer is closed at the
 /// end of the body and when the client goes, so every byte that arrived is kept.
 ///
 /// Protocol-neutral: which upload, and what to answer, is the `UploadBodyDelegate`'s. The rules
@@ -144,7 +144,7 @@ final class UploadBodyConsumer: RequestBodyConsumer, Sendable {
     }
   }
 
-  /// Opens the writer (I/O pool), then lets reading start.
+  /// Opens the writer (I/O threads), then lets reading start.
   private func open() {
     guard let handle = state.withLock({ $0.handle }) else { return }
     let writer: any UploadWriter
@@ -165,7 +165,7 @@ final class UploadBodyConsumer: RequestBodyConsumer, Sendable {
     run(state.withLock { $0.machine.opened(prelude: !$0.stash.isEmpty) })
   }
 
-  /// A flush or a timer commit (I/O pool); then whatever the machine says comes next.
+  /// A flush or a timer commit (I/O threads); then whatever the machine says comes next.
   private func writerCall(flush: Bool) {
     guard let writer = state.withLock({ $0.writer }) else { return }
     do {
@@ -192,7 +192,7 @@ final class UploadBodyConsumer: RequestBodyConsumer, Sendable {
     run(action)
   }
 
-  /// Closes the writer (I/O pool) and tells the delegate how the body ended.
+  /// Closes the writer (I/O threads) and tells the delegate how the body ended.
   private func close(_ reason: UploadStreamMachine.CloseReason) {
     engine.ticker.unregister(self)
     let (writer, handle, refusal, received) = state.withLock {
@@ -222,10 +222,11 @@ final class UploadBodyConsumer: RequestBodyConsumer, Sendable {
     engine.ticker.unregister(self)
     guard let handle else { return }
     let delegate = self.delegate
-    engine.submit { delegate.preempted(handle: handle) }
+    handle.execute { delegate.preempted(handle: handle) }
   }
 
+  /// Runs `work` on the upload I/O threads for this request (its handle is known from `start`).
   private func submit(_ work: @escaping @Sendable (UploadBodyConsumer) -> Void) {
-    engine.submit { [self] in work(self) }
+    state.withLock { $0.handle }?.execute { [self] in work(self) }
   }
 }

@@ -1,17 +1,16 @@
 import Crypto
 import HTTP
-import ImagePipeline
 import Server
 
 /// Collects one upload body on its event loop: a raw image into one buffer sized from
 /// `Content-Length`, or the file parts of a multipart body as the parser finds them. A body
 /// over `uploads.spoolThreshold` (by its `Content-Length`, or once a chunked body passes it)
 /// goes to the upload engine instead (`SpooledUpload`), so memory per upload stays bounded.
+/// A whole body is processed on the CPU workers (`Uploads.answer`).
 ///
 /// Counts bytes as they arrive, so a chunked body past the limit is refused mid-way (413).
-/// Whatever happens, the upload slot is released exactly once.
-final class UploadConsumer: RequestBodyConsumer {
-  private let service: AttachmentService
+final class PlainUploadConsumer: RequestBodyConsumer {
+  private let uploads: Uploads
   private let request: UploadRequest
   private let boundary: String?
   private let expectedBytes: Int?
@@ -30,20 +29,17 @@ final class UploadConsumer: RequestBodyConsumer {
   /// Where the body goes once spooled.
   private var spool: UploadBodyConsumer?
 
-  init(service: AttachmentService, request: UploadRequest, boundary: String?, expectedBytes: Int?) throws {
-    self.service = service
+  init(uploads: Uploads, request: UploadRequest, boundary: String?, expectedBytes: Int?) throws {
+    self.uploads = uploads
     self.request = request
     self.boundary = boundary
     self.expectedBytes = expectedBytes
-    let threshold = service.uploads.options.spoolThreshold
+    let threshold = uploads.configuration.spoolThreshold
     spoolNow = expectedBytes.map { $0 > threshold } ?? false
     spoolAfter = expectedBytes == nil ? threshold : nil
     guard !spoolNow else { return }
     if let boundary {
-      let limits = MultipartParser.Limits(
-        maxPartBytes: service.options.maxUploadBytes, maxTotalBytes: service.options.maxUploadBytes,
-        maxParts: service.options.maxParts)
-      parser = try MultipartParser(boundary: boundary, limits: limits)
+      parser = try MultipartParser(boundary: boundary, limits: uploads.multipartLimits)
       if request.idempotencyKey != nil { digest = SHA256() }
     } else if let expectedBytes {
       raw.reserveCapacity(expectedBytes)
@@ -58,7 +54,7 @@ final class UploadConsumer: RequestBodyConsumer {
 
   func body(_ bytes: UnsafeRawBufferPointer) -> BodyAction {
     received += bytes.count
-    service.metrics.httpRequestBytes.increment(by: UInt64(bytes.count))
+    uploads.host.bodyBytesReceived(bytes.count)
     if let spool { return spool.body(bytes) }
     guard received <= request.maxBodyBytes else { return refuse(request.overLimit) }
     if let spoolAfter, received > spoolAfter {
@@ -91,9 +87,8 @@ final class UploadConsumer: RequestBodyConsumer {
   private func startSpooling(prelude: [UInt8]) -> BodyAction {
     guard let handle else { return .pause }
     let delegate = SpooledUpload(
-      service: service, request: request, declaredLength: expectedBytes,
-      shape: AttachmentService.UploadBodyShape(boundary: boundary))
-    let consumer = service.uploads.consumer(delegate: delegate, prelude: prelude)
+      uploads: uploads, request: request, declaredLength: expectedBytes, boundary: boundary)
+    let consumer = uploads.engine.consumer(delegate: delegate, prelude: prelude)
     spool = consumer
     return consumer.start(handle)
   }
@@ -109,40 +104,24 @@ final class UploadConsumer: RequestBodyConsumer {
       do {
         try parser?.finish()
       } catch {
-        request.slot.release()
-        responder.respond(service.problem(error, requestID: request.requestID))
+        responder.respond(uploads.problem(error, requestID: request.requestID))
         return
       }
       guard !parts.isEmpty else {
-        request.slot.release()
         responder.respond(
-          service.problem(AppError.malformedUpload("no file part"), requestID: request.requestID))
+          uploads.problem(UploadError.malformedUpload("no file part"), requestID: request.requestID))
         return
       }
     }
     let upload = ReceivedUpload(
-      request: request, multipart: multipart,
-      parts: multipart ? parts.map(ImageBytes.init) : [ImageBytes(raw)],
-      bodyDigest: digest?.finalizeHex())
+      caller: request.caller, requestID: request.requestID, multipart: multipart,
+      parts: multipart ? parts.map(UploadBytes.init) : [UploadBytes(raw)],
+      idempotencyKey: request.idempotencyKey, bodyDigest: digest?.finalizeHex())
     raw = []
     parts = []
-    let service = self.service
-    let slot = request.slot
-    service.queued.add(1, ordering: .relaxed)
-    let accepted = responder.offload { cancellation in
-      service.queued.subtract(1, ordering: .relaxed)
-      defer { slot.release() }
-      // The client left while the job waited for a worker: nothing is stored, and nobody is
-      // there to answer (a cancelled request's connection is closed; this answer is dropped).
-      guard !cancellation.isCancelled else { return Self.abandoned }
-      let pipelineCancellation = PipelineCancellation()
-      cancellation.onCancel { pipelineCancellation.cancel() }
-      return service.process(upload, cancellation: pipelineCancellation)
-    }
-    if !accepted {
-      service.queued.subtract(1, ordering: .relaxed)
-      service.metrics.recordRejection(code: "overloaded")
-      slot.release()
+    let uploads = self.uploads
+    uploads.processing(on: responder) { cancellation in
+      uploads.answer(upload, cancellation: cancellation).response
     }
   }
 
@@ -152,19 +131,14 @@ final class UploadConsumer: RequestBodyConsumer {
       return
     }
     // Nothing was stored: the body never completed.
-    request.slot.release()
     raw = []
     parts = []
   }
 
-  /// The answer to an upload whose client has gone; never sent.
-  static let abandoned = HTTPResponse(status: 503, headers: ["Cache-Control": "no-store"])
-
   private func refuse(_ error: any Error) -> BodyAction {
-    request.slot.release()
     raw = []
     parts = []
-    return .reject(service.problem(error, requestID: request.requestID))
+    return .reject(uploads.problem(error, requestID: request.requestID))
   }
 
   /// Parses what arrived; only a tail that may start a delimiter is kept for the next slice.
@@ -189,7 +163,7 @@ final class UploadConsumer: RequestBodyConsumer {
       guard let event else { return offset }
       switch event {
       case .partBegin(let head):
-        current = Self.isFile(head) ? [] : nil
+        current = Uploads.isFile(head) ? [] : nil
       case .partBody(let range):
         current?.append(
           contentsOf: UnsafeRawBufferPointer(
@@ -202,12 +176,5 @@ final class UploadConsumer: RequestBodyConsumer {
       }
     }
     return offset
-  }
-
-  /// A part is a file when it has a file name or a non-text type; other form fields are ignored.
-  static func isFile(_ head: MultipartPartHead) -> Bool {
-    if head.filename != nil { return true }
-    guard let type = head.contentType?.lowercased() else { return false }
-    return !type.hasPrefix("text/")
   }
 }

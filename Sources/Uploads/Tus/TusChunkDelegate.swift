@@ -1,5 +1,4 @@
 import HTTP
-import ImagePipeline
 import Server
 import Storage
 import Synchronization
@@ -8,24 +7,23 @@ import Synchronization
 /// upload and writer, and the tus answer once the body is in — 204 (201 for a creation) with the
 /// new `Upload-Offset`, or, when the bytes complete the upload, the pipeline's result.
 ///
-/// Runs on the upload engine's I/O threads (see `UploadBodyDelegate`); the pipeline goes to the
-/// worker pool through `handle.offload`. The upload slot is released exactly once, however the
-/// request ends.
+/// Runs on the server's upload I/O threads (see `UploadBodyDelegate`); the pipeline goes to the
+/// CPU workers (`Uploads.processing`).
 final class TusChunkDelegate: UploadBodyDelegate {
-  let service: TusService
-  let chunk: TusService.Chunk
+  let tus: TusUploads
+  let chunk: TusUploads.Chunk
   let request: UploadRequest
   /// The upload's id once known (created or found), and its state when the writer opened.
   private let opened = Mutex<UploadState?>(nil)
 
-  init(service: TusService, chunk: TusService.Chunk, request: UploadRequest) {
-    self.service = service
+  init(tus: TusUploads, chunk: TusUploads.Chunk, request: UploadRequest) {
+    self.tus = tus
     self.chunk = chunk
     self.request = request
   }
 
-  private var store: any UploadStore { service.uploads }
-  private var tenant: String { request.principal.tenant }
+  private var store: any UploadStore { tus.store }
+  private var tenant: String { request.caller.tenant }
   private var requestID: String { request.requestID }
 
   /// The upload as the writer found it (nil before `openWriter` succeeded).
@@ -39,18 +37,18 @@ final class TusChunkDelegate: UploadBodyDelegate {
     case .upload(let id, let offset, let length):
       // Ownership first, with a read that does not disturb a writer in flight: another
       // user's request must not take this upload over.
-      guard let state = try service.visibleState(id: id, principal: request.principal) else {
-        throw AppError.notFound
+      guard let state = try tus.visibleState(id: id, caller: request.caller) else {
+        throw UploadError.notFound
       }
       opened.withLock { $0 = state }
       do {
         writer = try store.openWriter(
           tenant: tenant, id: id, offset: offset, length: length, onPreempted: onPreempted)
       } catch let error as StorageError {
-        throw service.tusError(error, upload: state, offset: offset)
+        throw tus.tusError(error, upload: state, offset: offset)
       }
     case .creation(let creation, _):
-      let state = try store.create(service.newUpload(creation, principal: request.principal))
+      let state = try store.create(tus.newUpload(creation, caller: request.caller))
       opened.withLock { $0 = state }
       writer = try store.openWriter(
         tenant: tenant, id: state.id, offset: 0, length: nil, onPreempted: onPreempted)
@@ -60,7 +58,7 @@ final class TusChunkDelegate: UploadBodyDelegate {
     // A body that cannot fit is refused before a byte is read; what is there stays.
     if let declared = chunk.declaredBytes, upload.offset + declared > upload.limit {
       _ = try? writer.close()
-      throw service.overLength(upload, chunk: chunk)
+      throw tus.overLength(upload, chunk: chunk)
     }
     return writer
   }
@@ -76,8 +74,7 @@ final class TusChunkDelegate: UploadBodyDelegate {
       complete(state, handle: handle)
       return
     }
-    request.slot.release()
-    handle.respond(answer(service.problem(error, requestID: requestID), state: upload, offset: nil))
+    handle.respond(answer(tus.problem(error, requestID: requestID), state: upload, offset: nil))
   }
 
   func committed(offset: Int, handle: any RequestHandle) {}
@@ -86,29 +83,26 @@ final class TusChunkDelegate: UploadBodyDelegate {
     switch outcome.reason {
     case .aborted:
       // Nobody to answer; every byte that arrived is committed for the client's resume.
-      request.slot.release()
+      break
     case .refused:
-      request.slot.release()
       let state = (try? outcome.state.get()) ?? upload
       let refusal = outcome.refusal ?? StorageError(.io, "body refused")
       let error: any Error =
         if let storage = refusal as? StorageError, storage.code == .lengthExceeded, let state {
-          service.overLength(state, chunk: chunk)
+          tus.overLength(state, chunk: chunk)
         } else {
           refusal
         }
       handle.respond(
-        answer(service.problem(error, requestID: requestID), state: state, offset: state?.offset))
+        answer(tus.problem(error, requestID: requestID), state: state, offset: state?.offset))
     case .finished:
       switch outcome.state {
       case .failure(let error):
-        request.slot.release()
-        handle.respond(answer(service.problem(error, requestID: requestID), state: upload, offset: nil))
+        handle.respond(answer(tus.problem(error, requestID: requestID), state: upload, offset: nil))
       case .success(let state):
         if let length = state.length, state.offset == length {
           complete(state, handle: handle)
         } else {
-          request.slot.release()
           handle.respond(progress(state))
         }
       }
@@ -116,10 +110,9 @@ final class TusChunkDelegate: UploadBodyDelegate {
   }
 
   func preempted(handle: any RequestHandle) {
-    request.slot.release()
-    let offset = (try? service.visibleState(id: upload?.id ?? "", principal: request.principal))??.offset
+    let offset = (try? tus.visibleState(id: upload?.id ?? "", caller: request.caller))??.offset
     let error = TusError.preempted(offset: offset ?? upload?.offset ?? 0)
-    handle.respond(answer(service.problem(error, requestID: requestID), state: upload, offset: nil))
+    handle.respond(answer(tus.problem(error, requestID: requestID), state: upload, offset: nil))
   }
 
   // MARK: - Answers
@@ -127,7 +120,7 @@ final class TusChunkDelegate: UploadBodyDelegate {
   /// 204 (201 for a creation) with the new offset: the upload is not complete yet.
   func progress(_ state: UploadState) -> HTTPResponse {
     var headers: HTTPHeaders = [
-      "Upload-Offset": String(state.offset), "Upload-Expires": TusService.expires(state),
+      "Upload-Offset": String(state.offset), "Upload-Expires": TusUploads.expires(state),
       "Cache-Control": "no-store",
     ]
     if case .creation(_, let location) = chunk.target {
@@ -137,37 +130,26 @@ final class TusChunkDelegate: UploadBodyDelegate {
     return HTTPResponse(status: 204, headers: headers)
   }
 
-  /// The bytes are all in: the pipeline runs on the worker pool and its answer is turned into
-  /// tus terms (`TusService.completionAnswer`).
+  /// The bytes are all in: the pipeline runs on the CPU workers and its answer is turned into
+  /// tus terms (`answer`).
   func complete(_ state: UploadState, handle: any RequestHandle) {
-    let service = self.service
-    let request = self.request
-    let attachments = service.attachments
-    attachments.queued.add(1, ordering: .relaxed)
-    let accepted = handle.offload { [self] cancellation in
-      attachments.queued.subtract(1, ordering: .relaxed)
-      defer { request.slot.release() }
-      guard !cancellation.isCancelled else { return UploadConsumer.abandoned }
-      let pipelineCancellation = PipelineCancellation()
-      cancellation.onCancel { pipelineCancellation.cancel() }
-      let response = service.completion(
-        of: state, request: request, cancellation: pipelineCancellation)
-      return answer(response, state: state, offset: state.length ?? state.offset)
-    }
-    if !accepted {
-      attachments.queued.subtract(1, ordering: .relaxed)
-      attachments.metrics.recordRejection(code: "overloaded")
-      request.slot.release()
+    tus.uploads.processing(on: handle) { [self] cancellation in
+      let completed = tus.completion(of: state, request: request, cancellation: cancellation)
+      return answer(
+        completed.response, state: state, offset: state.length ?? state.offset,
+        attachment: completed.attachmentID)
     }
   }
 
-  /// `response` in tus terms: a stored attachment is 204 (201 with the record for a creation)
-  /// with `Content-Location`; anything else keeps its status and problem body. Every answer
-  /// carries the upload's `Upload-Offset` (`offset`, when the bytes are known to be in) and
-  /// `Upload-Expires`, and, for a creation, the new upload's `Location`.
-  func answer(_ response: HTTPResponse, state: UploadState?, offset: Int?) -> HTTPResponse {
+  /// `response` in tus terms: a stored attachment (`attachment`) is 204 (201 with the record for
+  /// a creation) with `Content-Location`; anything else keeps its status and problem body.
+  /// Every answer carries the upload's `Upload-Offset` (`offset`, when the bytes are known to be
+  /// in) and `Upload-Expires`, and, for a creation, the new upload's `Location`.
+  func answer(_ response: HTTPResponse, state: UploadState?, offset: Int?, attachment: String? = nil)
+    -> HTTPResponse
+  {
     var out = response
-    let attachment = TusService.storedAttachment(response)
+    let attachment = response.status == 201 ? attachment : nil
     // A plain upload's Location names the attachment; here it becomes Content-Location.
     if attachment != nil { out.headers.remove(name: "Location") }
     var creationLocation: String?
@@ -180,10 +162,10 @@ final class TusChunkDelegate: UploadBodyDelegate {
     }
     // The upload URL lives (and answers HEAD and GET) until then, complete or not.
     if let state, !out.headers.contains(name: "Upload-Expires") {
-      out.headers.add(name: "Upload-Expires", value: TusService.expires(state))
+      out.headers.add(name: "Upload-Expires", value: TusUploads.expires(state))
     }
     guard let attachment else { return out }
-    out.headers.add(name: "Content-Location", value: Application.attachmentsPath + "/" + attachment)
+    out.headers.add(name: "Content-Location", value: tus.uploads.host.attachmentPath(attachment))
     if creationLocation == nil {
       out.status = 204
       out.body = .empty

@@ -5,9 +5,9 @@ import HTTP
 ///
 /// Every reader refuses rather than guesses: a header sent twice, a sign, a space inside a
 /// number or a value past `Int` is a 400, never a silently different upload.
-enum TusProtocol {
+public enum TusProtocol {
   /// The one version spoken (`Tus-Resumable`, `Tus-Version`).
-  static let version = "1.0.0"
+  public static let version = "1.0.0"
   /// `Tus-Extension`. Concatenation is left out on purpose: it exists for parallel uploads of
   /// large files, and one image (at most `uploads.maxBytes`) gains nothing from it.
   static let extensions = [
@@ -21,15 +21,15 @@ enum TusProtocol {
   /// `UploadState.protocolName` of uploads made here; other protocols' uploads are not found.
   static let protocolName = "tus"
   /// Where tus lives in the URL space: creation here, uploads at `path/{id}`.
-  static let path = "/v1/tus"
+  public static let path = "/v1/tus"
 
   /// The headers every tus response carries, also errors (`Tus-Resumable`).
-  static let responseHeaders: HTTPHeaders = ["Tus-Resumable": version]
+  public static let responseHeaders: HTTPHeaders = ["Tus-Resumable": version]
 
   /// The method a tus request means: `X-HTTP-Method-Override` when present (the actual method
   /// is then ignored, as the specification says), else the request's own. A value that is not
   /// a method token becomes one no route has (405).
-  static func method(of head: HTTPRequestHead) -> String {
+  public static func method(of head: HTTPRequestHead) -> String {
     let overrides = head.headers["X-HTTP-Method-Override"]
     guard let value = overrides.first else { return head.method }
     guard overrides.count == 1, !value.isEmpty, value.utf8.count <= 16,
@@ -39,7 +39,7 @@ enum TusProtocol {
   }
 
   /// Whether the request speaks tus 1.0 (OPTIONS need not, and its header is ignored).
-  static func checkVersion(_ head: HTTPRequestHead, method: String) -> TusError? {
+  public static func checkVersion(_ head: HTTPRequestHead, method: String) -> TusError? {
     guard method != "OPTIONS" else { return nil }
     let values = head.headers["Tus-Resumable"]
     return values.count == 1 && values[0] == version ? nil : .versionUnsupported

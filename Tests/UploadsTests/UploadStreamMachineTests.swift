@@ -1,6 +1,6 @@
 import Testing
 
-@testable import App
+@testable import Uploads
 
 /// The rules of a body streamed into an upload, as values: no I/O, every interleaving of
 /// slices, flushes, timer commits, the end of the body and a client that leaves.

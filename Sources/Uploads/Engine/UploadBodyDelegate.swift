@@ -6,9 +6,9 @@ import Storage
 /// into an upload: which upload and writer, what to send once it is open, how to answer at the
 /// end. Plain spooled bodies, IETF resumable uploads and tus are each one of these.
 ///
-/// Threads: every method but `refusal` runs off the event loop, on the upload engine's I/O
-/// pool, one at a time for a request, and may block (store calls). Answer through `handle`;
-/// work that needs the image pipeline goes through `handle.offload`.
+/// Threads: every method runs off the event loop, on the server's upload I/O threads, one at a
+/// time for a request, and may block (store calls). Answer through `handle`; a complete upload
+/// is processed through `Uploads.complete`.
 protocol UploadBodyDelegate: AnyObject, Sendable {
   /// Creates or finds the upload and opens its writer, before any body byte is read.
   ///

@@ -2,7 +2,7 @@ import HTTP
 import Server
 import Storage
 
-extension TusService {
+extension TusUploads {
   /// Where a chunk's bytes go.
   enum ChunkTarget: Sendable {
     /// An existing upload, at the offset the client named, optionally declaring its length.
@@ -33,7 +33,7 @@ extension TusService {
 
   /// `PATCH /v1/tus/{id}`: `Upload-Offset`, `Content-Type`, optional `Upload-Length` (a deferred
   /// length declared) and `Upload-Checksum`, then the body streams into the upload.
-  func patch(_ head: HTTPRequestHead, id: String, principal: Principal, context: RequestContext)
+  func patch(_ head: HTTPRequestHead, id: String, caller: UploadCaller, context: inout RequestContext)
     -> HeadDecision
   {
     let chunk: Chunk
@@ -42,23 +42,22 @@ extension TusService {
       guard TusProtocol.isOffsetStream(head) else { throw TusError.contentTypeRequired }
       let length = try TusProtocol.uploadLength(head)
       chunk = try readChunk(
-        head, target: .upload(id: id, offset: offset, length: length), principal: principal,
-        startOffset: offset)
+        head, target: .upload(id: id, offset: offset, length: length), caller: caller, startOffset: offset)
     } catch {
       return .respond(problem(error, context))
     }
-    return stream(chunk, principal: principal, context: context)
+    return stream(chunk, caller: caller, context: &context)
   }
 
   /// A creation whose body carries the first bytes (creation-with-upload).
   func createWithUpload(
-    _ head: HTTPRequestHead, creation: Creation, principal: Principal,
-    location: @escaping @Sendable (String) -> String, context: RequestContext
+    _ head: HTTPRequestHead, creation: Creation, caller: UploadCaller,
+    location: @escaping @Sendable (String) -> String, context: inout RequestContext
   ) -> HeadDecision {
     let chunk: Chunk
     do {
       chunk = try readChunk(
-        head, target: .creation(creation, location: location), principal: principal, startOffset: 0)
+        head, target: .creation(creation, location: location), caller: caller, startOffset: 0)
       // A first chunk longer than the whole upload: refused before the upload is made.
       if let length = creation.length, let declared = chunk.declaredBytes, declared > length {
         throw TusError.lengthExceeded(offset: 0)
@@ -66,11 +65,11 @@ extension TusService {
     } catch {
       return .respond(problem(error, context))
     }
-    return stream(chunk, principal: principal, context: context)
+    return stream(chunk, caller: caller, context: &context)
   }
 
   /// The checksum and size rules shared by PATCH and creation-with-upload.
-  func readChunk(_ head: HTTPRequestHead, target: ChunkTarget, principal: Principal, startOffset: Int) throws
+  func readChunk(_ head: HTTPRequestHead, target: ChunkTarget, caller: UploadCaller, startOffset: Int) throws
     -> Chunk
   {
     var checksum: ChecksumSource?
@@ -79,10 +78,8 @@ extension TusService {
     } else if TusProtocol.announcesChecksumTrailer(head) {
       checksum = .trailer
     }
-    let serverLimit = attachments.options.maxUploadBytes
-    let maxLength = access.maxUploadBytes(for: principal, serverLimit: serverLimit)
-    let overLimit: any Error =
-      maxLength < serverLimit ? AccessError.token(.maxBytesExceeded) : AppError.uploadTooLarge
+    let maxLength = caller.maxBytes
+    let overLimit = caller.overLimit(maxLength, serverLimit: uploads.configuration.maxUploadBytes)
     var declared: Int?
     if case .contentLength(let length) = head.framing {
       // Past the caller's cap whatever the upload: refused before a byte is read.
@@ -93,22 +90,17 @@ extension TusService {
       target: target, checksum: checksum, declaredBytes: declared, maxLength: maxLength, overLimit: overLimit)
   }
 
-  /// Takes an upload slot (the caller's cap on uploads in flight) and reads the body: streamed
-  /// into the upload, or held until its checksum is verified.
-  func stream(_ chunk: Chunk, principal: Principal, context: RequestContext) -> HeadDecision {
-    if case .failure(let error) = access.beginUpload(for: principal) {
-      return .respond(problem(error, context))
-    }
-    attachments.metrics.uploadsInFlight.increment()
-    let slot = UploadSlot(service: attachments, principal: principal)
+  /// Takes an upload slot (the caller's cap on uploads in flight, held by the request) and reads
+  /// the body: streamed into the upload, or held until its checksum is verified.
+  func stream(_ chunk: Chunk, caller: UploadCaller, context: inout RequestContext) -> HeadDecision {
+    if let refusal = uploads.takeSlot(caller, context: &context) { return .respond(refusal.response) }
     let request = UploadRequest(
-      principal: principal, idempotencyKey: nil, requestID: context.requestID, slot: slot,
-      maxBodyBytes: chunk.maxLength, overLimit: chunk.overLimit
-    ).withTenantDefaultProfile(attachments.options.profiles)
-    let delegate = TusChunkDelegate(service: self, chunk: chunk, request: request)
+      caller: caller, requestID: context.requestID, idempotencyKey: nil, maxBodyBytes: chunk.maxLength,
+      overLimit: chunk.overLimit)
+    let delegate = TusChunkDelegate(tus: self, chunk: chunk, request: request)
     if let checksum = chunk.checksum {
-      return .readBody(TusChecksumConsumer(service: self, delegate: delegate, checksum: checksum))
+      return .readBody(TusChecksumConsumer(tus: self, delegate: delegate, checksum: checksum))
     }
-    return .readBody(attachments.uploads.consumer(delegate: delegate))
+    return .readBody(uploads.engine.consumer(delegate: delegate))
   }
 }

@@ -1,9 +1,9 @@
 import Storage
 
-/// One image's bytes as the pipeline reads them: a buffer of its own (a body held in memory),
+/// One file's bytes as the pipeline reads them: a buffer of its own (a body held in memory),
 /// or a range of a completed upload's body read in place (a spooled body's file mapping, which
 /// this value keeps alive). Never copied to be read.
-struct ImageBytes: Sendable {
+public struct UploadBytes: Sendable {
   private enum Backing: Sendable {
     case owned([UInt8])
     case mapped(any UploadBody, Range<Int>)
@@ -12,17 +12,17 @@ struct ImageBytes: Sendable {
   private let backing: Backing
 
   /// Bytes held in memory.
-  init(_ bytes: [UInt8]) { backing = .owned(bytes) }
+  public init(_ bytes: [UInt8]) { backing = .owned(bytes) }
 
   /// `range` of `body` (the whole body when nil), read in place.
-  init(_ body: any UploadBody, range: Range<Int>? = nil) {
+  public init(_ body: any UploadBody, range: Range<Int>? = nil) {
     let range = range ?? 0..<body.count
     precondition(range.lowerBound >= 0 && range.upperBound <= body.count, "range outside the body")
     backing = .mapped(body, range)
   }
 
   /// The number of bytes.
-  var count: Int {
+  public var count: Int {
     switch backing {
     case .owned(let bytes): bytes.count
     case .mapped(_, let range): range.count
@@ -30,7 +30,7 @@ struct ImageBytes: Sendable {
   }
 
   /// Calls `body` with the bytes; the pointer is valid only during the call.
-  func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+  public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
     switch backing {
     case .owned(let bytes):
       return try bytes.withUnsafeBytes(body)

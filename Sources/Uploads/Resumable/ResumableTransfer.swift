@@ -1,5 +1,4 @@
 import HTTP
-import ImagePipeline
 import Server
 import Storage
 import Synchronization
@@ -29,7 +28,7 @@ final class ResumableTransfer: UploadBodyDelegate {
   /// At most this many progress `104`s per request.
   static let maxProgressInterims = 4
 
-  private let service: AttachmentService
+  private let uploads: Uploads
   private let kind: Kind
   private let complete: Bool
   private let request: UploadRequest
@@ -38,19 +37,19 @@ final class ResumableTransfer: UploadBodyDelegate {
   private let state = Mutex(State())
 
   init(
-    service: AttachmentService, kind: Kind, complete: Bool, request: UploadRequest, version: ResumableVersion,
+    uploads: Uploads, kind: Kind, complete: Bool, request: UploadRequest, version: ResumableVersion,
     bodyIsEmpty: Bool
   ) {
-    self.service = service
+    self.uploads = uploads
     self.kind = kind
     self.complete = complete
     self.request = request
     self.bodyIsEmpty = bodyIsEmpty
-    self.answers = ResumableAnswers(version: version, service: service, requestID: request.requestID)
+    self.answers = ResumableAnswers(version: version, uploads: uploads, requestID: request.requestID)
   }
 
-  private var tenant: String { request.principal.tenant }
-  private var store: any UploadStore { service.uploads.store }
+  private var tenant: String { request.caller.tenant }
+  private var store: any UploadStore { uploads.store }
 
   // MARK: - UploadBodyDelegate (I/O threads)
 
@@ -59,14 +58,14 @@ final class ResumableTransfer: UploadBodyDelegate {
     case .creation(_, let metadata, let length):
       let upload = try store.create(
         NewUpload(
-          tenant: tenant, owner: request.principal.user, length: length, maxLength: request.maxBodyBytes,
+          tenant: tenant, owner: request.caller.user, length: length, maxLength: request.maxBodyBytes,
           metadata: metadata.encoded, protocolName: Self.protocolName,
-          lifetime: service.uploads.options.resumableTTL))
+          lifetime: uploads.configuration.resumableLifetime))
       state.withLock { $0.upload = upload }
       return try store.openWriter(
         tenant: tenant, id: upload.id, offset: 0, length: nil, onPreempted: onPreempted)
     case .append(let id, let offset, let length):
-      let upload = try service.resumableUpload(id: id, principal: request.principal)
+      let upload = try uploads.resumable.upload(id: id, caller: request.caller)
       state.withLock { $0.upload = upload }
       if upload.isComplete, complete, bodyIsEmpty, offset == upload.length ?? upload.offset {
         throw RepeatedCompletion()
@@ -92,7 +91,6 @@ final class ResumableTransfer: UploadBodyDelegate {
       process(upload, handle: handle)
       return
     }
-    request.slot.release()
     let upload = state.withLock { $0.upload }
     var provided: Int?
     if case .append(_, let offset, _) = kind { provided = offset }
@@ -119,7 +117,6 @@ final class ResumableTransfer: UploadBodyDelegate {
     switch outcome.state {
     case .success(let closed): upload = closed
     case .failure(let error):
-      request.slot.release()
       if outcome.reason != .aborted {
         handle.respond(answers.problem(error, position: state.withLock { $0.upload }.map(Self.position)))
       }
@@ -129,22 +126,21 @@ final class ResumableTransfer: UploadBodyDelegate {
     switch outcome.reason {
     case .aborted:
       // The bytes that came are kept; the client resumes from them.
-      request.slot.release()
+      break
     case .refused:
-      request.slot.release()
       var error = outcome.refusal ?? StorageError(.io, "body refused")
       if (error as? StorageError)?.code == .lengthExceeded {
         if upload.length != nil {
           // Past the length the client declared (past the maximum stays a 413).
-          error = AppError.uploadLengthExceeded
+          error = UploadError.uploadLengthExceeded
           if answers.version.invalidatesOnLengthExceeded {
             // From draft -08 on the upload is then invalid: it goes, and answers 404.
             _ = try? store.cancel(tenant: tenant, id: upload.id)
             handle.respond(answers.problem(error, position: nil))
             return
           }
-        } else if request.maxBodyBytes < service.options.maxUploadBytes {
-          error = AccessError.token(.maxBytesExceeded)
+        } else if request.maxBodyBytes < uploads.configuration.maxUploadBytes {
+          error = request.caller.overMaxBytes
         }
       }
       handle.respond(answers.problem(error, position: Self.position(upload)))
@@ -152,7 +148,6 @@ final class ResumableTransfer: UploadBodyDelegate {
       if complete {
         process(upload, handle: handle)
       } else {
-        request.slot.release()
         var location: String?
         if case .creation(let baseURL, _, _) = kind { location = baseURL + upload.id }
         handle.respond(answers.acknowledged(upload, creation: location))
@@ -161,7 +156,6 @@ final class ResumableTransfer: UploadBodyDelegate {
   }
 
   func preempted(handle: any RequestHandle) {
-    request.slot.release()
     let upload = state.withLock { $0.upload }
     handle.respond(
       answers.problem(
@@ -173,31 +167,22 @@ final class ResumableTransfer: UploadBodyDelegate {
   /// The protocol name uploads of this adapter carry in the store.
   static let protocolName = "ietf"
 
-  /// Processes the complete upload on the worker pool and answers what a plain upload of the
+  /// Processes the complete upload on the CPU workers and answers what a plain upload of the
   /// same bytes answers, dressed for this version.
   private func process(_ upload: UploadState, handle: any RequestHandle) {
-    let service = self.service
+    let uploads = self.uploads
     let answers = self.answers
     let metadata = ResumableMetadata(decoding: upload.metadata)
-    var request = self.request
-    request.idempotencyKey = metadata.idempotencyKey
-    let shape = AttachmentService.UploadBodyShape(
+    let completion = request.completion(
       boundary: metadata.contentType.flatMap { type in
         type.lowercased().hasPrefix("multipart/") ? MultipartParser.boundary(fromContentType: type) : nil
-      })
+      }, idempotencyKey: metadata.idempotencyKey)
     let tenant = self.tenant
-    service.queued.add(1, ordering: .relaxed)
-    let accepted = handle.offload { [request] cancellation in
-      service.queued.subtract(1, ordering: .relaxed)
-      defer { request.slot.release() }
-      guard !cancellation.isCancelled else { return UploadConsumer.abandoned }
-      let pipelineCancellation = PipelineCancellation()
-      cancellation.onCancel { pipelineCancellation.cancel() }
+    uploads.processing(on: handle) { cancellation in
       do {
-        let response = try service.completeUpload(
-          tenant: tenant, id: upload.id, shape: shape, request: request, record: true,
-          cancellation: pipelineCancellation)
-        return answers.completed(response, length: upload.length ?? upload.offset)
+        let answer = try uploads.complete(
+          tenant: tenant, id: upload.id, request: completion, record: true, cancellation: cancellation)
+        return answers.completed(answer.response, length: upload.length ?? upload.offset)
       } catch let error as StorageError where error.code == .uploadIncomplete {
         // The request said it completes the upload, but bytes of the declared length are missing.
         return answers.problem(
@@ -206,11 +191,6 @@ final class ResumableTransfer: UploadBodyDelegate {
       } catch {
         return answers.problem(error, position: Self.position(upload))
       }
-    }
-    if !accepted {
-      service.queued.subtract(1, ordering: .relaxed)
-      service.metrics.recordRejection(code: "overloaded")
-      request.slot.release()
     }
   }
 

@@ -2,7 +2,7 @@ import Crypto
 import HTTP
 import Testing
 
-@testable import App
+@testable import Uploads
 
 @Suite struct TusProtocolTests {
   static func head(_ fields: [(String, String)], method: String = "PATCH", framing: HTTPBodyFraming = .none)

@@ -1,0 +1,26 @@
+import Crypto
+
+/// A whole upload body, ready to process: its files and, for idempotency, its fingerprint.
+public struct ReceivedUpload: Sendable {
+  /// Who sent it.
+  public var caller: UploadCaller
+  /// The request that completed it (for logs).
+  public var requestID: String
+  /// Whether the body was `multipart/form-data` (its file parts are the files).
+  public var multipart: Bool
+  /// The files: the raw body, or the file parts of a multipart body.
+  public var parts: [UploadBytes]
+  /// The caller's `Idempotency-Key`, qualified by its user, when it sent one.
+  var idempotencyKey: String?
+  /// SHA-256 of the raw body, hashed while it arrived (multipart held in memory), else nil.
+  var bodyDigest: String?
+  /// The whole raw body when it was spooled (a multipart body's parts are ranges of it).
+  var rawBody: UploadBytes?
+
+  /// The body's SHA-256 in hex (hashed now unless it was hashed while it arrived).
+  func fingerprint() -> String {
+    if let bodyDigest { return bodyDigest }
+    let whole = rawBody ?? parts.first ?? UploadBytes([])
+    return whole.withUnsafeBytes { Hex.encode(SHA256.hash($0)) }
+  }
+}
