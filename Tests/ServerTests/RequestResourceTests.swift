@@ -95,6 +95,14 @@ struct RequestResourceTests {
     func aborted(bytesReceived: UInt64) {}
   }
 
+  /// Holds the server's one CPU worker with `/gate` until the handler's gate opens.
+  static func occupyTheWorker(_ live: LiveServer) throws -> RawClient {
+    let busy = try RawClient(port: live.port)
+    try busy.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(ServerLiveTests.waitFor(timeout: 2) { live.server.pool.inFlight == 1 })
+    return busy
+  }
+
   @Test func aResourceHeldByARequestAnsweredAtOnceIsReleasedOnce() throws {
     let handler = Handler(resource: Resource())
     let live = try LiveServer(handler: handler)
@@ -128,13 +136,12 @@ struct RequestResourceTests {
       handler.gate.signal()
       live.stop()
     }
-    let busy = try RawClient(port: live.port)
-    try busy.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
-    #expect(ServerLiveTests.waitFor(timeout: 2) { live.server.pool.inFlight == 1 })
+    let busy = try Self.occupyTheWorker(live)
     let client = try RawClient(port: live.port)
     try client.send("GET /io HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(try client.readResponse().text == "/io")
     #expect(live.server.pool.inFlight == 1)
+    withExtendedLifetime(busy) {}
   }
 
   @Test func workHandedToExecuteKeepsTheResourcePastTheAnswer() throws {
@@ -162,9 +169,7 @@ struct RequestResourceTests {
       handler.gate.signal()
       live.stop()
     }
-    let busy = try RawClient(port: live.port)
-    try busy.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
-    #expect(ServerLiveTests.waitFor(timeout: 2) { live.server.pool.inFlight == 1 })
+    let busy = try Self.occupyTheWorker(live)
     let refused = try RawClient(port: live.port)
     try refused.send("GET /cpu HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(try refused.readResponse().status == 503)
@@ -178,9 +183,7 @@ struct RequestResourceTests {
     let handler = Handler(resource: Resource())
     let live = try LiveServer({ $0.workerThreads = 1 }, handler: handler)
     defer { live.stop() }
-    let busy = try RawClient(port: live.port)
-    try busy.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
-    #expect(ServerLiveTests.waitFor(timeout: 2) { live.server.pool.inFlight == 1 })
+    let busy = try Self.occupyTheWorker(live)
     var gone: RawClient? = try RawClient(port: live.port)
     try gone?.send("GET /cpu HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(ServerLiveTests.waitFor(timeout: 2) { live.server.pool.inFlight == 2 })

@@ -198,17 +198,14 @@ final class UploadBodyConsumer: RequestBodyConsumer, Sendable {
     let (writer, handle, refusal, received) = state.withLock {
       ($0.writer, $0.handle, $0.refusal, $0.received)
     }
-    let result: Result<UploadState, any Error> =
-      writer.map { writer in Result { try writer.close() } }
-      ?? .failure(StorageError(.invalidArgument, "no writer to close"))
+    let outcome = UploadCloseOutcome(
+      closing: writer, reason: reason, refusal: refusal, bytesReceived: received)
     state.withLock {
       $0.machine.closed()
       $0.writer = nil
     }
     guard let handle else { return }
-    delegate.closed(
-      UploadCloseOutcome(reason: reason, refusal: refusal, state: result, bytesReceived: received),
-      handle: handle)
+    delegate.closed(outcome, handle: handle)
   }
 
   /// The store's takeover callback (any thread, must be quick): stop, answer off the loop.

@@ -45,3 +45,17 @@ struct UploadCloseOutcome: Sendable {
   /// Body bytes this request brought (received by the server, whether kept or refused).
   var bytesReceived: Int
 }
+
+extension UploadCloseOutcome {
+  /// Closes `writer` (committing what it received; none was opened when nil) and says how the
+  /// body ended.
+  init(
+    closing writer: (any UploadWriter)?, reason: UploadStreamMachine.CloseReason, refusal: (any Error)?,
+    bytesReceived: Int
+  ) {
+    let state: Result<UploadState, any Error> =
+      writer.map { writer in Result { try writer.close() } }
+      ?? .failure(StorageError(.invalidArgument, "no writer to close"))
+    self.init(reason: reason, refusal: refusal, state: state, bytesReceived: bytesReceived)
+  }
+}

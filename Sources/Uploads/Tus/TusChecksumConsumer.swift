@@ -237,33 +237,22 @@ final class TusChecksumConsumer: RequestBodyConsumer, Sendable {
   }
 
   /// Ends the request without writing the chunk: the upload keeps what it had.
-  private func refuse(_ error: any Error) {
+  private func refuse(_ error: any Error) { end(.refused, refusal: error) }
+
+  /// The client left: a chunk that never ended cannot be verified, so none of it is kept.
+  private func abort() { end(.aborted, refusal: nil) }
+
+  /// Drops the held chunk, closes the writer and tells the delegate how the body ended (unless
+  /// a takeover already answered).
+  private func end(_ reason: UploadStreamMachine.CloseReason, refusal: (any Error)?) {
     held.close()
     let (writer, handle, received, preempted) = state.withLock { state in
       state.phase = .done
       return (state.writer, state.handle, state.received, state.preempted)
     }
     guard let handle, !preempted else { return }
-    let closed: Result<UploadState, any Error> =
-      writer.map { writer in Result { try writer.close() } }
-      ?? .failure(StorageError(.invalidArgument, "no writer to close"))
     delegate.closed(
-      UploadCloseOutcome(reason: .refused, refusal: error, state: closed, bytesReceived: received),
-      handle: handle)
-  }
-
-  /// The client left: a chunk that never ended cannot be verified, so none of it is kept.
-  private func abort() {
-    held.close()
-    let (writer, handle, received, preempted) = state.withLock {
-      ($0.writer, $0.handle, $0.received, $0.preempted)
-    }
-    guard let handle, !preempted else { return }
-    let closed: Result<UploadState, any Error> =
-      writer.map { writer in Result { try writer.close() } }
-      ?? .failure(StorageError(.invalidArgument, "no writer to close"))
-    delegate.closed(
-      UploadCloseOutcome(reason: .aborted, refusal: nil, state: closed, bytesReceived: received),
+      UploadCloseOutcome(closing: writer, reason: reason, refusal: refusal, bytesReceived: received),
       handle: handle)
   }
 
