@@ -68,14 +68,7 @@ final class BufferedUploadWriter: UploadWriter {
     // Dropped without `close`: free what is held; the lease in the index is recognised as this
     // instance's dead writer by the next request. No slot lock here (it may be held by the
     // thread that dropped the last reference).
-    let release = state.withLock { state in
-      let release = !state.released
-      state.released = true
-      state.buffer = nil
-      return release
-    }
-    spool.discard()
-    if release { slots.release(upload.id) }
+    letGo { _ in }
   }
 
   var isPreempted: Bool {
@@ -277,12 +270,20 @@ final class BufferedUploadWriter: UploadWriter {
   /// Marks the writer stopped, frees its buffer and spool, and leaves the slot. Slot lock held.
   private func finish(_ stop: Stop, holder: inout UploadSlots.Holder) {
     if holder.writer === self { holder.writer = nil }
-    let release = state.withLock { state -> Bool in
+    letGo { state in
       if case .preempted? = state.stop, case .failed = stop {
         // A takeover's failed persist stays a takeover for the old request.
       } else {
         state.stop = stop
       }
+    }
+  }
+
+  /// Frees the buffer and the spool and gives the slot back (once), after `update` under the
+  /// state lock.
+  private func letGo(_ update: (inout State) -> Void) {
+    let release = state.withLock { state -> Bool in
+      update(&state)
       let release = !state.released
       state.released = true
       state.buffer = nil
