@@ -3,8 +3,8 @@ import Synchronization
 
 /// One request's writer on an upload: a bounded buffer filled on the loop, written out to the
 /// upload's spool off it, and committed (durable, then the offset in the index) every
-/// `commitBytes` and at the end, under the upload's slot lock. Both stores use it; what
-/// "written out" and "durable" mean is the spool's (`UploadSpool`).
+/// `commitBytes` and at the end, under the upload's slot lock. `LeasedUploadStore` makes one per
+/// `openWriter`; what "written out" and "durable" mean is the spool's (`UploadSpool`).
 ///
 /// Two locks: the slot's `io` lock (held by flush, close and a takeover, across the I/O) and
 /// this writer's `state` lock (held only to copy a slice or to read or update the counters, so

@@ -11,6 +11,7 @@ protocol ComposedUploadStore: UploadStore {
   var leased: LeasedUploadStore<Rows, Bytes> { get }
 }
 
+// Public although the protocol is not: these are the `UploadStore` witnesses of the public types.
 extension ComposedUploadStore {
   public func create(_ upload: NewUpload) throws -> UploadState { try leased.create(upload) }
 

@@ -32,7 +32,7 @@ public final class FileUploadStore: ComposedUploadStore {
   }
 
   /// The settings in force.
-  public let configuration: UploadStoreConfiguration
+  public var configuration: UploadStoreConfiguration { leased.configuration }
   /// The spool directory, `<dataDir>/uploads`.
   public var directory: String { leased.bytes.directory }
   /// What opening the store repaired.
@@ -49,7 +49,6 @@ public final class FileUploadStore: ComposedUploadStore {
     exclusive: Bool = true, now: @escaping @Sendable () -> Date = { Date() }
   ) throws {
     try configuration.validate()
-    self.configuration = configuration
     let bytes = try FileUploadBytes(
       dataDirectory: dataDirectory, index: index, syncOffsetCommits: configuration.syncOffsetCommits)
     self.recovery = exclusive ? try bytes.recover() : Recovery()

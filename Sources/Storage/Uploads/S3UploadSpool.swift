@@ -1,10 +1,10 @@
 import Foundation
 import Synchronization
 
-/// One writer's spool on an `S3UploadStore` upload (`S3UploadBytes`): the part being filled in an unlinked local
-/// file, full parts uploaded to the multipart upload as soon as they fill, and at each commit a
-/// new tail object with the bytes past the last part, then the offset, the parts and the tail in
-/// one conditional statement.
+/// One writer's spool on an `S3UploadStore` upload (`S3UploadBytes`): the part being filled in
+/// an unlinked local file, full parts uploaded to the multipart upload as soon as they fill, and
+/// at each commit a new tail object with the bytes past the last part, then the offset, the
+/// parts and the tail in one conditional statement.
 ///
 /// The local file holds the upload's bytes `[partStart, partStart + fileCount)`, where
 /// `partStart` is the end of the committed and pending parts. It is filled lazily: a writer

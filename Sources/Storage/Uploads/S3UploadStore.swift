@@ -40,7 +40,7 @@ public final class S3UploadStore: ComposedUploadStore {
   }
 
   /// The shared `uploads.*` settings in force.
-  public let configuration: UploadStoreConfiguration
+  public var configuration: UploadStoreConfiguration { leased.configuration }
   /// Where the bytes go.
   public var settings: Settings { leased.bytes.settings }
   /// Leases of this node's previous process released when the store was opened.
@@ -58,7 +58,6 @@ public final class S3UploadStore: ComposedUploadStore {
   ) throws {
     try configuration.validate()
     try settings.validate()
-    self.configuration = configuration
     let bytes = try S3UploadBytes(client: client, index: index, settings: settings, now: now)
     self.releasedLeases = try index.clearUploadLeases(instance: settings.node)
     self.leased = LeasedUploadStore(
