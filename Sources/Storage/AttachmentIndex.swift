@@ -1,3 +1,4 @@
+private import Crypto
 import Foundation
 
 /// The index of attachments, blobs, tenants, idempotency keys and usage counters (`SQLiteIndex`
@@ -215,6 +216,15 @@ public struct BlobPin: Sendable, Hashable {
     self.id = id
     self.blob = blob
     self.expiresAt = expiresAt
+  }
+}
+
+extension BlobPin {
+  /// A new pin of `blob`, with a fresh random id, until `end` (whole seconds since 1970).
+  init(blob: BlobHash, until end: Int64) {
+    self.init(
+      id: SecureRandom.identifier(prefix: "pin_"), blob: blob,
+      expiresAt: Date(timeIntervalSince1970: TimeInterval(end)))
   }
 }
 

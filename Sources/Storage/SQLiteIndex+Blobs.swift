@@ -1,4 +1,3 @@
-private import Crypto
 import Foundation
 
 // Holding the write lock while a blob is checked and removed orders that removal against every
@@ -6,9 +5,7 @@ import Foundation
 extension SQLiteIndex {
   public func pinBlob(_ blob: BlobHash, now: Date, lease: TimeInterval) throws -> BlobPin {
     let end = Self.leaseEnd(now, lease)
-    let pin = BlobPin(
-      id: SecureRandom.identifier(prefix: "pin_"), blob: blob,
-      expiresAt: Date(timeIntervalSince1970: TimeInterval(end)))
+    let pin = BlobPin(blob: blob, until: end)
     try write { connection in
       try connection.transaction {
         // The blob's row lets a sweep find the blob if the upload dies before its attachment row.

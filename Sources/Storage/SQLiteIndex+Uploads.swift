@@ -1,11 +1,12 @@
 import Foundation
 
-/// The `uploads` table: every statement `FileUploadStore` runs, in one place.
+/// The `uploads` table: every statement `FileUploadStore` runs, in one place (its `UploadRows`,
+/// the offset commit of its spool and its recovery's).
 ///
 /// Decisions (lease, length, completion) are made by `UploadRecord` in Swift inside one
 /// `BEGIN IMMEDIATE` transaction (`updateUpload`); only the hot path, the offset commit of a
 /// flush, is a single conditional statement that needs no read.
-extension SQLiteIndex {
+extension SQLiteIndex: UploadRows {
   private static let uploadColumns = """
     id, tenant, owner, protocol, metadata, length, max_length, received, state, result_attachment, \
     result_status, result_headers, result_body, created_at, expires_at, lease_holder, lease_expires_at_ms, \
@@ -19,7 +20,7 @@ extension SQLiteIndex {
   }
 
   /// The tenant's unexpired upload row, or nil.
-  func uploadRecord(id: String, tenant: String, now: Date) throws -> UploadRecord? {
+  func uploadRow(id: String, tenant: String, now: Date) throws -> UploadRecord? {
     let rows = try read {
       try $0.query(
         "SELECT \(Self.uploadColumns) FROM uploads WHERE id = ? AND tenant = ? AND expires_at > ?",
@@ -104,36 +105,27 @@ extension SQLiteIndex {
       """, [.integer(Int64(to)), .text(id), .text(token), .integer(Int64(from))])
   }
 
-  /// Deletes the tenant's upload row (expired or not); returns its expiry, nil when there was none.
-  func deleteUpload(id: String, tenant: String) throws -> Date? {
+  /// Deletes the tenant's upload row (expired or not) and returns it; nil when there was none.
+  func deleteUpload(id: String, tenant: String) throws -> UploadRecord? {
     let rows = try write {
       try $0.query(
-        "DELETE FROM uploads WHERE id = ? AND tenant = ? RETURNING expires_at", [.text(id), .text(tenant)])
+        "DELETE FROM uploads WHERE id = ? AND tenant = ? RETURNING \(Self.uploadColumns)",
+        [.text(id), .text(tenant)])
     }
-    return rows.first.map { Self.date($0[0]) }
+    return try rows.first.map(Self.decodeUpload)
   }
 
-  /// Deletes up to `limit` rows that expired at or before `now`; returns their ids and tenants.
-  func deleteExpiredUploads(now: Date, limit: Int) throws -> [(id: String, tenant: String)] {
+  /// Deletes up to `limit` rows that expired at or before `now` and returns them.
+  func deleteExpiredUploads(now: Date, limit: Int) throws -> [UploadRecord] {
     let rows = try write {
       try $0.query(
         """
         DELETE FROM uploads WHERE id IN
           (SELECT id FROM uploads WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)
-        RETURNING id, tenant
+        RETURNING \(Self.uploadColumns)
         """, [.integer(Self.seconds(now)), .integer(Int64(max(0, limit)))])
     }
-    return rows.compactMap { row in row[0].text.flatMap { id in row[1].text.map { (id, $0) } } }
-  }
-
-  /// The tenant's upload ids expiring at or before `now`, oldest first (to pre-empt their writers).
-  func expiredUploads(now: Date, limit: Int) throws -> [(id: String, tenant: String)] {
-    let rows = try read {
-      try $0.query(
-        "SELECT id, tenant FROM uploads WHERE expires_at <= ? ORDER BY expires_at LIMIT ?",
-        [.integer(Self.seconds(now)), .integer(Int64(max(0, limit)))])
-    }
-    return rows.compactMap { row in row[0].text.flatMap { id in row[1].text.map { (id, $0) } } }
+    return try rows.map(Self.decodeUpload)
   }
 
   /// Releases every lease held by `instance`'s writers, or by anyone when `instance` is nil.

@@ -17,13 +17,8 @@ extension SQLiteIndex {
           current = UsageAmount(files: Int(row[0].integer ?? 0), bytes: Int(row[1].integer ?? 0))
           expiry = row[2].integer ?? expiry
         }
-        if let maxFiles = limits.maxFiles, current.files + amount.files > maxFiles {
-          return .filesExceeded(current)
-        }
-        if let maxBytes = limits.maxBytes, current.bytes + amount.bytes > maxBytes {
-          return .bytesExceeded(current)
-        }
-        let total = UsageAmount(files: current.files + amount.files, bytes: current.bytes + amount.bytes)
+        let outcome = limits.reserve(amount, on: current)
+        guard case .reserved(let total) = outcome else { return outcome }
         try connection.query(
           """
           INSERT OR REPLACE INTO usage_counters (tenant, name, files, bytes, expires_at) VALUES (?, ?, ?, ?, ?)
@@ -32,7 +27,7 @@ extension SQLiteIndex {
             .text(key.tenant), .text(key.name), .integer(Int64(total.files)), .integer(Int64(total.bytes)),
             .integer(expiry),
           ])
-        return .reserved(total)
+        return outcome
       }
     }
   }

@@ -62,4 +62,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
   }
 
   public var description: String { "storage \(code): \(detail)" }
+
+  /// Throws `.invalidArgument` with `detail` unless `condition` holds: one rule of a `validate()`.
+  static func require(_ condition: Bool, _ detail: @autoclosure () -> String) throws {
+    if !condition { throw StorageError(.invalidArgument, detail()) }
+  }
 }

@@ -50,3 +50,13 @@ public enum UsageReservation: Sendable, Hashable {
   /// Nothing added: the bytes would pass `maxBytes` (files were within theirs).
   case bytesExceeded(UsageAmount)
 }
+
+extension UsageLimits {
+  /// What adding `amount` to a counter holding `current` comes to: the new total, or the limit
+  /// it would pass (files first). Every index decides a reservation with it, under its lock.
+  func reserve(_ amount: UsageAmount, on current: UsageAmount) -> UsageReservation {
+    if let maxFiles, current.files + amount.files > maxFiles { return .filesExceeded(current) }
+    if let maxBytes, current.bytes + amount.bytes > maxBytes { return .bytesExceeded(current) }
+    return .reserved(UsageAmount(files: current.files + amount.files, bytes: current.bytes + amount.bytes))
+  }
+}

@@ -1,12 +1,9 @@
-private import Crypto
 import Foundation
 
 extension PostgresIndex {
   public func pinBlob(_ blob: BlobHash, now: Date, lease: TimeInterval) throws -> BlobPin {
     let end = Self.leaseEnd(now, lease)
-    let pin = BlobPin(
-      id: SecureRandom.identifier(prefix: "pin_"), blob: blob,
-      expiresAt: Date(timeIntervalSince1970: TimeInterval(end)))
+    let pin = BlobPin(blob: blob, until: end)
     try query(.pinBlob, [.text(blob.hex), .text(pin.id), .integer(end)])
     return pin
   }

@@ -2,7 +2,7 @@ import Foundation
 
 /// One upload's row in PostgreSQL: its state and lease (`UploadRecord`, whose rules every store
 /// applies) and where its bytes are in the object store.
-struct S3UploadRow: Sendable, Hashable {
+struct S3UploadRow: UploadRow {
   var record: UploadRecord
   /// The size of every part but the last (fixed when the upload is created).
   var partSize: Int
@@ -19,8 +19,9 @@ struct S3UploadRow: Sendable, Hashable {
   var id: String { record.state.id }
 }
 
-/// The statements of `S3UploadStore`, on the index's pool.
-extension PostgresIndex {
+/// The statements of `S3UploadStore`, on the index's pool: its `UploadRows`, and those on the
+/// columns of `S3UploadBytes`.
+extension PostgresIndex: UploadRows {
   func insertUpload(_ row: S3UploadRow) throws {
     try query(.insertUpload, Self.uploadValues(row))
   }
@@ -33,7 +34,7 @@ extension PostgresIndex {
 
   /// Runs `body` on the tenant's unexpired row, locked, in one transaction, and stores what it
   /// changed; nil (and `body` not run) when there is no such row. A throw rolls everything back.
-  func updateUploadRow<T>(id: String, tenant: String, now: Date, _ body: (inout S3UploadRow) throws -> T)
+  func updateUpload<T>(id: String, tenant: String, now: Date, _ body: (inout S3UploadRow) throws -> T)
     throws -> T?
   {
     try pool.withConnection { connection in
@@ -97,16 +98,15 @@ extension PostgresIndex {
     try query(.markUploadAssembled, [.text(id), .text(token)]).first != nil
   }
 
-  /// Deletes the tenant's upload (expired or not); its expiry and multipart upload, or nil.
-  func deleteUpload(id: String, tenant: String) throws -> (expiresAt: Date, multipartUploadID: String?)? {
-    guard let row = try query(.deleteUpload, [.text(id), .text(tenant)]).first else { return nil }
-    return (Date(timeIntervalSince1970: TimeInterval(row.integer(0) ?? 0)), row.text(1))
+  /// Deletes the tenant's upload (expired or not) and returns it, or nil.
+  func deleteUpload(id: String, tenant: String) throws -> S3UploadRow? {
+    try query(.deleteUpload, [.text(id), .text(tenant)]).first.map(Self.decodeUpload)
   }
 
   /// Deletes up to `limit` uploads expired at `now` that no other node is deleting.
-  func deleteExpiredUploads(now: Date, limit: Int) throws -> [(id: String, multipartUploadID: String?)] {
+  func deleteExpiredUploads(now: Date, limit: Int) throws -> [S3UploadRow] {
     try query(.deleteExpiredUploads, [.integer(Self.seconds(now)), .integer(Int64(max(0, limit)))]).all
-      .compactMap { row in row.text(0).map { ($0, row.text(1)) } }
+      .map(Self.decodeUpload)
   }
 
   /// Releases every lease held by tokens of `instance` (a node's own, when it restarts).

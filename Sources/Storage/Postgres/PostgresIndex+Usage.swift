@@ -21,17 +21,12 @@ extension PostgresIndex {
           current = UsageAmount(files: row.int(0), bytes: row.int(1))
           expiry = stored
         }
-        if let maxFiles = limits.maxFiles, current.files + amount.files > maxFiles {
-          return .filesExceeded(current)
-        }
-        if let maxBytes = limits.maxBytes, current.bytes + amount.bytes > maxBytes {
-          return .bytesExceeded(current)
-        }
-        let total = UsageAmount(files: current.files + amount.files, bytes: current.bytes + amount.bytes)
+        let outcome = limits.reserve(amount, on: current)
+        guard case .reserved(let total) = outcome else { return outcome }
         try connection.query(
           .setUsageCounter,
           names + [.integer(Int64(total.files)), .integer(Int64(total.bytes)), .integer(expiry)])
-        return .reserved(total)
+        return outcome
       }
     }
   }

@@ -62,19 +62,26 @@ extension PostgresStatement {
     "delete_attachment",
     "DELETE FROM attachments WHERE id = $1 AND tenant = $2 RETURNING \(attachmentColumns)")
 
-  /// Claims up to $2 expired rows no other node is deleting (SKIP LOCKED) and deletes them.
-  static let deleteExpiredAttachments = PostgresStatement(
-    "delete_expired_attachments",
-    """
-    WITH doomed AS (
-      SELECT id FROM attachments WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
-    )
-    DELETE FROM attachments USING doomed WHERE attachments.id = doomed.id
-    RETURNING \(qualifiedAttachmentColumns)
-    """)
+  static let deleteExpiredAttachments = deletingExpired(
+    "delete_expired_attachments", from: "attachments", returning: attachmentColumns)
 
-  private static let qualifiedAttachmentColumns = attachmentColumns.split(separator: ",")
-    .map { "attachments." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+  /// Claims up to $2 rows of `table` expired at $1 that no other node is deleting (SKIP LOCKED),
+  /// deletes them and returns their `columns` (a list as in `attachmentColumns`).
+  static func deletingExpired(_ name: String, from table: String, returning columns: String)
+    -> PostgresStatement
+  {
+    let qualified = columns.split(separator: ",")
+      .map { table + "." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+    return PostgresStatement(
+      name,
+      """
+      WITH doomed AS (
+        SELECT id FROM \(table) WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      )
+      DELETE FROM \(table) USING doomed WHERE \(table).id = doomed.id
+      RETURNING \(qualified)
+      """)
+  }
 
   /// Locks blob rows in hash order, so two sweepers releasing overlapping blobs cannot deadlock.
   static let lockBlobsInOrder = PostgresStatement(

@@ -86,18 +86,10 @@ extension PostgresStatement {
 
   static let deleteUpload = PostgresStatement(
     "delete_upload",
-    "DELETE FROM uploads WHERE id = $1 AND tenant = $2 RETURNING expires_at, multipart_upload_id")
+    "DELETE FROM uploads WHERE id = $1 AND tenant = $2 RETURNING \(uploadColumns)")
 
-  /// Claims up to $2 expired uploads no other node is deleting (SKIP LOCKED) and deletes them.
-  static let deleteExpiredUploads = PostgresStatement(
-    "delete_expired_uploads",
-    """
-    WITH doomed AS (
-      SELECT id FROM uploads WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
-    )
-    DELETE FROM uploads USING doomed WHERE uploads.id = doomed.id
-    RETURNING uploads.id, uploads.multipart_upload_id
-    """)
+  static let deleteExpiredUploads = deletingExpired(
+    "delete_expired_uploads", from: "uploads", returning: uploadColumns)
 
   /// Releases every lease whose holder token starts with $1 (a node's own, after its restart).
   static let clearUploadLeases = PostgresStatement(

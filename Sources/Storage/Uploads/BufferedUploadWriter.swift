@@ -3,8 +3,8 @@ import Synchronization
 
 /// One request's writer on an upload: a bounded buffer filled on the loop, written out to the
 /// upload's spool off it, and committed (durable, then the offset in the index) every
-/// `commitBytes` and at the end, under the upload's slot lock. Both stores use it; what
-/// "written out" and "durable" mean is the spool's (`UploadSpool`).
+/// `commitBytes` and at the end, under the upload's slot lock. `LeasedUploadStore` makes one per
+/// `openWriter`; what "written out" and "durable" mean is the spool's (`UploadSpool`).
 ///
 /// Two locks: the slot's `io` lock (held by flush, close and a takeover, across the I/O) and
 /// this writer's `state` lock (held only to copy a slice or to read or update the counters, so
@@ -68,14 +68,7 @@ final class BufferedUploadWriter: UploadWriter {
     // Dropped without `close`: free what is held; the lease in the index is recognised as this
     // instance's dead writer by the next request. No slot lock here (it may be held by the
     // thread that dropped the last reference).
-    let release = state.withLock { state in
-      let release = !state.released
-      state.released = true
-      state.buffer = nil
-      return release
-    }
-    spool.discard()
-    if release { slots.release(upload.id) }
+    letGo { _ in }
   }
 
   var isPreempted: Bool {
@@ -277,12 +270,20 @@ final class BufferedUploadWriter: UploadWriter {
   /// Marks the writer stopped, frees its buffer and spool, and leaves the slot. Slot lock held.
   private func finish(_ stop: Stop, holder: inout UploadSlots.Holder) {
     if holder.writer === self { holder.writer = nil }
-    let release = state.withLock { state -> Bool in
+    letGo { state in
       if case .preempted? = state.stop, case .failed = stop {
         // A takeover's failed persist stays a takeover for the old request.
       } else {
         state.stop = stop
       }
+    }
+  }
+
+  /// Frees the buffer and the spool and gives the slot back (once), after `update` under the
+  /// state lock.
+  private func letGo(_ update: (inout State) -> Void) {
+    let release = state.withLock { state -> Bool in
+      update(&state)
       let release = !state.released
       state.released = true
       state.buffer = nil

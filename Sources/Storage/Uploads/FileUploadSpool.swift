@@ -16,12 +16,12 @@ final class FileUploadSpool: UploadSpool {
   private let descriptor: Mutex<Int32>
 
   /// A spool on the open file `fd` (now owned by the spool) of upload `id`, under lease `token`.
-  init(store: FileUploadStore, id: String, token: String, fd: Int32) {
-    self.index = store.index
+  init(bytes: FileUploadBytes, id: String, token: String, fd: Int32) {
+    self.index = bytes.index
     self.id = id
     self.token = token
-    self.path = store.spoolPath(id)
-    self.sync = store.configuration.syncOffsetCommits
+    self.path = bytes.spoolPath(id)
+    self.sync = bytes.syncOffsetCommits
     self.descriptor = Mutex(fd)
   }
 

@@ -1,10 +1,10 @@
 import Foundation
 import Synchronization
 
-/// One writer's spool on an `S3UploadStore` upload: the part being filled in an unlinked local
-/// file, full parts uploaded to the multipart upload as soon as they fill, and at each commit a
-/// new tail object with the bytes past the last part, then the offset, the parts and the tail in
-/// one conditional statement.
+/// One writer's spool on an `S3UploadStore` upload (`S3UploadBytes`): the part being filled in
+/// an unlinked local file, full parts uploaded to the multipart upload as soon as they fill, and
+/// at each commit a new tail object with the bytes past the last part, then the offset, the
+/// parts and the tail in one conditional statement.
 ///
 /// The local file holds the upload's bytes `[partStart, partStart + fileCount)`, where
 /// `partStart` is the end of the committed and pending parts. It is filled lazily: a writer
@@ -14,7 +14,7 @@ import Synchronization
 /// `@unchecked Sendable`: every call but `discard` comes with the upload's slot lock held (see
 /// `UploadSpool`), which orders all access to the mutable state below.
 final class S3UploadSpool: UploadSpool, @unchecked Sendable {
-  private let store: S3UploadStore
+  private let bytes: S3UploadBytes
   private let id: String
   private let token: String
   private let partSize: Int
@@ -31,8 +31,8 @@ final class S3UploadSpool: UploadSpool, @unchecked Sendable {
   private var fileCount = 0
   private var loaded = false
 
-  init(store: S3UploadStore, row: S3UploadRow, token: String) {
-    self.store = store
+  init(bytes: S3UploadBytes, row: S3UploadRow, token: String) {
+    self.bytes = bytes
     self.id = row.id
     self.token = token
     self.partSize = row.partSize
@@ -67,7 +67,7 @@ final class S3UploadSpool: UploadSpool, @unchecked Sendable {
   func commit(from: Int, to: Int, leaseUntil: Date?) throws -> UploadCommit {
     guard to > from else {
       // The lease alone: the committed parts and tail stay as they are.
-      return try store.index.commitUploadOffset(
+      return try bytes.index.commitUploadOffset(
         id: id, token: token, from: from, to: to, leaseUntil: leaseUntil, partsCount: partsCount,
         partsBytes: partsBytes, tailKey: tailKey, newParts: [])
     }
@@ -76,18 +76,18 @@ final class S3UploadSpool: UploadSpool, @unchecked Sendable {
     }
     var newTail: String?
     if fileCount > 0 {
-      let key = store.newTailKey(id)
-      try store.client.putObject(key, body: .descriptor(local.descriptor, range: 0..<fileCount))
+      let key = bytes.newTailKey(id)
+      try bytes.client.putObject(key, body: .descriptor(local.descriptor, range: 0..<fileCount))
       newTail = key
     }
-    let outcome = try store.index.commitUploadOffset(
+    let outcome = try bytes.index.commitUploadOffset(
       id: id, token: token, from: from, to: to, leaseUntil: leaseUntil,
       partsCount: partsCount + pendingParts.count,
       partsBytes: partStart, tailKey: newTail, newParts: pendingParts)
     guard case .committed = outcome else {
       // Never acknowledged: nothing refers to the new tail. (Failing here leaves an orphan the
       // sweep removes.)
-      if let newTail { try? store.client.deleteObject(newTail) }
+      if let newTail { try? bytes.client.deleteObject(newTail) }
       return outcome
     }
     let replaced = tailKey
@@ -97,7 +97,7 @@ final class S3UploadSpool: UploadSpool, @unchecked Sendable {
     pendingBytes = 0
     tailKey = newTail
     committed = to
-    if let replaced, replaced != newTail { try? store.client.deleteObject(replaced) }
+    if let replaced, replaced != newTail { try? bytes.client.deleteObject(replaced) }
     return outcome
   }
 
@@ -110,13 +110,13 @@ final class S3UploadSpool: UploadSpool, @unchecked Sendable {
   /// The local file, holding the committed tail once this returns.
   private func loadedFile() throws -> TemporaryFile {
     if let local = file.withLock({ $0 }), loaded { return local }
-    let local = try TemporaryFile(directory: store.settings.temporaryDirectory)
+    let local = try TemporaryFile(directory: bytes.settings.temporaryDirectory)
     let tailBytes = committed - partsBytes
     if tailBytes > 0 {
       guard let tailKey else {
         throw StorageError(.corrupt, "upload \(id) has \(tailBytes) bytes past its parts but no tail object")
       }
-      let size = try store.download(tailKey, into: local, upload: id)
+      let size = try bytes.download(tailKey, into: local, upload: id)
       guard size == tailBytes else {
         throw StorageError(.corrupt, "upload \(id): tail object holds \(size) of \(tailBytes) bytes")
       }
@@ -136,7 +136,7 @@ final class S3UploadSpool: UploadSpool, @unchecked Sendable {
         .lengthExceeded, "upload \(id) would need more than \(S3Client.maximumPartCount) parts")
     }
     let upload = try multipartUpload()
-    let part = try store.client.uploadPart(
+    let part = try bytes.client.uploadPart(
       upload, number: number, body: .descriptor(local.descriptor, range: 0..<partSize))
     pendingParts.append(part)
     pendingBytes += part.size
@@ -145,11 +145,11 @@ final class S3UploadSpool: UploadSpool, @unchecked Sendable {
 
   /// The upload's multipart upload, started (and recorded under the lease) on first use.
   private func multipartUpload() throws -> S3MultipartUpload {
-    let key = store.dataKey(id)
+    let key = bytes.dataKey(id)
     if let multipartUploadID { return S3MultipartUpload(key: key, uploadId: multipartUploadID) }
-    let started = try store.client.createMultipartUpload(key)
-    guard try store.index.setMultipartUpload(id: id, token: token, uploadID: started.uploadId) else {
-      try? store.client.abortMultipartUpload(started)
+    let started = try bytes.client.createMultipartUpload(key)
+    guard try bytes.index.setMultipartUpload(id: id, token: token, uploadID: started.uploadId) else {
+      try? bytes.client.abortMultipartUpload(started)
       throw StorageError(.preempted, "lease of \(id) lost", offset: committed)
     }
     multipartUploadID = started.uploadId

@@ -2,8 +2,8 @@ private import Crypto
 import Foundation
 
 /// One upload's row: its state and who holds its lease. The rules live here as pure functions,
-/// so every store (SQLite here, PostgreSQL later) applies the same ones inside its own row
-/// transaction (`BEGIN IMMEDIATE` here, `SELECT … FOR UPDATE` there).
+/// which `LeasedUploadStore` applies inside the index's row transaction (`BEGIN IMMEDIATE` in
+/// SQLite, `SELECT … FOR UPDATE` in PostgreSQL).
 struct UploadRecord: Sendable, Hashable {
   var state: UploadState
   /// The lease holder's token, or nil when free. A token is `<instance>.<random>`, so a store
@@ -134,6 +134,12 @@ struct UploadRecord: Sendable, Hashable {
     leaseWanted = false
   }
 
+  /// A new random upload id, `upl_` + 26 base32 characters.
+  static func newID() -> String { SecureRandom.identifier(prefix: "upl_") }
+
+  /// True for a string shaped like an upload id (anything else names no upload).
+  static func isID(_ id: String) -> Bool { SecureRandom.isIdentifier(id, prefix: "upl_") }
+
   /// A new lease token of `instance`.
   static func newToken(instance: String) -> String {
     instance + "." + SecureRandom.identifier(prefix: "")
@@ -169,7 +175,7 @@ extension UploadRecord {
     let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
     self.init(
       state: UploadState(
-        id: SecureRandom.identifier(prefix: "upl_"), tenant: upload.tenant, owner: upload.owner,
+        id: Self.newID(), tenant: upload.tenant, owner: upload.owner,
         protocolName: upload.protocolName, metadata: upload.metadata, length: upload.length,
         maxLength: upload.maxLength, offset: 0, status: .receiving, result: nil, createdAt: created,
         expiresAt: created.addingTimeInterval(upload.lifetime.rounded(.down))),

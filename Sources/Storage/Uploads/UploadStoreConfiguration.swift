@@ -56,19 +56,17 @@ public struct UploadStoreConfiguration: Sendable, Hashable {
 
   /// Throws `.invalidArgument` naming the first setting that cannot work.
   public func validate() throws {
-    func check(_ condition: Bool, _ message: String) throws {
-      if !condition { throw StorageError(.invalidArgument, message) }
-    }
-    try check(spoolThreshold >= 0, "uploads.spoolThreshold must be 0 or more")
-    try check(resumableLifetime >= 1, "uploads.resumableLifetime must be at least 1 s")
+    try StorageError.require(spoolThreshold >= 0, "uploads.spoolThreshold must be 0 or more")
+    try StorageError.require(resumableLifetime >= 1, "uploads.resumableLifetime must be at least 1 s")
     // Below 4 KiB a flush per page-sized slice would fsync on almost every read.
-    try check((4 << 10)...(256 << 20) ~= writeBufferBytes, "uploads.writeBufferBytes must be 4 KiB … 256 MiB")
-    try check(commitBytes >= 0, "uploads.commitBytes must be 0 or more")
-    try check(leaseDuration >= 1, "uploads.leaseDuration must be at least 1 s")
-    try check(takeoverTimeout >= 0, "uploads.takeoverTimeout must be 0 or more")
-    try check(
+    try StorageError.require(
+      (4 << 10)...(256 << 20) ~= writeBufferBytes, "uploads.writeBufferBytes must be 4 KiB … 256 MiB")
+    try StorageError.require(commitBytes >= 0, "uploads.commitBytes must be 0 or more")
+    try StorageError.require(leaseDuration >= 1, "uploads.leaseDuration must be at least 1 s")
+    try StorageError.require(takeoverTimeout >= 0, "uploads.takeoverTimeout must be 0 or more")
+    try StorageError.require(
       takeoverPollInterval > 0 && takeoverPollInterval <= 5,
       "uploads.takeoverPollInterval must be in (0, 5] s")
-    try check(maxMetadataBytes >= 0, "uploads.maxMetadataBytes must be 0 or more")
+    try StorageError.require(maxMetadataBytes >= 0, "uploads.maxMetadataBytes must be 0 or more")
   }
 }

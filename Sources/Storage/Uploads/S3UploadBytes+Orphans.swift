@@ -1,17 +1,9 @@
 import Foundation
 
-extension S3UploadStore {
-  /// What one orphan sweep removed.
-  public struct OrphanReport: Sendable, Hashable {
-    /// Multipart uploads aborted.
-    public var abortedMultipartUploads = 0
-    /// Objects deleted.
-    public var deletedObjects = 0
-  }
-
+extension S3UploadBytes {
   /// Runs `sweepOrphans` when `orphanSweepInterval` has passed (by the store's clock) since the
   /// last one (or since the store was opened).
-  func sweepOrphansIfDue() throws {
+  func sweep() throws {
     guard lastOrphanSweepDue(at: now) else { return }
     try sweepOrphans()
   }
@@ -32,8 +24,8 @@ extension S3UploadStore {
   /// Safe on several nodes at once: what it removes is unreachable by every row, and anything
   /// younger than the grace (a tail PUT whose commit is under way) is left alone.
   @discardableResult
-  public func sweepOrphans() throws -> OrphanReport {
-    var report = OrphanReport()
+  func sweepOrphans() throws -> S3UploadStore.OrphanReport {
+    var report = S3UploadStore.OrphanReport()
     // The object store's clock dates its objects: compare with the wall clock, not the
     // store's injected one.
     let cutoff = Date().addingTimeInterval(-settings.orphanGrace)
@@ -81,6 +73,6 @@ extension S3UploadStore {
     let rest = key.dropFirst(settings.keyPrefix.count)
     guard let slash = rest.firstIndex(of: "/") else { return nil }
     let id = String(rest[..<slash])
-    return Self.isUploadID(id) ? id : nil
+    return UploadRecord.isID(id) ? id : nil
   }
 }
