@@ -69,7 +69,7 @@ public final class AttachmentService: Sendable {
   /// returned, not thrown, so a multipart upload goes on. A run stopped by its deadline or
   /// `cancellation` stores nothing.
   private func processOne(
-    _ bytes: UploadBytes, caller: AttachmentCaller, requestID: String, cancellation: PipelineCancellation
+    _ bytes: UploadedFile, caller: AttachmentCaller, requestID: String, cancellation: PipelineCancellation
   ) -> Result<StoredAttachment, any Error> {
     do {
       let image = try bytes.withUnsafeBytes {

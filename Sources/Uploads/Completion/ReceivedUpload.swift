@@ -9,18 +9,18 @@ public struct ReceivedUpload: Sendable {
   /// Whether the body was `multipart/form-data` (its file parts are the files).
   public var multipart: Bool
   /// The files: the raw body, or the file parts of a multipart body.
-  public var parts: [UploadBytes]
+  public var parts: [UploadedFile]
   /// The caller's `Idempotency-Key`, qualified by its user, when it sent one.
   var idempotencyKey: String?
   /// SHA-256 of the raw body, hashed while it arrived (multipart held in memory), else nil.
   var bodyDigest: String?
   /// The whole raw body when it was spooled (a multipart body's parts are ranges of it).
-  var rawBody: UploadBytes?
+  var rawBody: UploadedFile?
 
   /// The body's SHA-256 in hex (hashed now unless it was hashed while it arrived).
   func fingerprint() -> String {
     if let bodyDigest { return bodyDigest }
-    let whole = rawBody ?? parts.first ?? UploadBytes([])
+    let whole = rawBody ?? parts.first ?? UploadedFile([])
     return whole.withUnsafeBytes { Hex.encode(SHA256.hash($0)) }
   }
 }

@@ -119,7 +119,7 @@ extension Uploads {
   /// The files of a completed body, read in place: the body itself, or the file parts of a
   /// multipart body, each a range of it (parsed with the limits of an upload held in memory).
   func receivedUpload(_ body: any UploadBody, request: UploadCompletionRequest) throws -> ReceivedUpload {
-    let whole = UploadBytes(body)
+    let whole = UploadedFile(body)
     var upload = ReceivedUpload(
       caller: request.caller, requestID: request.requestID, multipart: false, parts: [whole],
       idempotencyKey: request.idempotencyKey, rawBody: whole)
@@ -128,7 +128,7 @@ extension Uploads {
     let ranges = try body.withUnsafeBytes { bytes in try Self.fileParts(of: bytes, parser: &parser) }
     guard !ranges.isEmpty else { throw UploadError.malformedUpload("no file part") }
     upload.multipart = true
-    upload.parts = ranges.map { UploadBytes(body, range: $0) }
+    upload.parts = ranges.map { UploadedFile(body, range: $0) }
     return upload
   }
 

@@ -115,7 +115,7 @@ final class PlainUploadConsumer: RequestBodyConsumer {
     }
     let upload = ReceivedUpload(
       caller: request.caller, requestID: request.requestID, multipart: multipart,
-      parts: multipart ? parts.map(UploadBytes.init) : [UploadBytes(raw)],
+      parts: multipart ? parts.map(UploadedFile.init) : [UploadedFile(raw)],
       idempotencyKey: request.idempotencyKey, bodyDigest: digest?.finalizeHex())
     raw = []
     parts = []

@@ -3,7 +3,7 @@ import Storage
 /// One file's bytes as the pipeline reads them: a buffer of its own (a body held in memory),
 /// or a range of a completed upload's body read in place (a spooled body's file mapping, which
 /// this value keeps alive). Never copied to be read.
-public struct UploadBytes: Sendable {
+public struct UploadedFile: Sendable {
   private enum Backing: Sendable {
     case owned([UInt8])
     case mapped(any UploadBody, Range<Int>)
