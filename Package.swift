@@ -14,6 +14,7 @@ let package = Package(
     .executable(name: "attachd", targets: ["attachd"]),
     .library(name: "HTTP", targets: ["HTTP"]),
     .library(name: "ImagePipeline", targets: ["ImagePipeline"]),
+    .library(name: "ImageContainers", targets: ["ImageContainers"]),
   ],
   targets: [
     systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
@@ -42,19 +43,26 @@ let package = Package(
     .target(name: "HTTP"),
     // Sockets: epoll event loop, connections, worker pool, graceful shutdown.
     .target(name: "Server", dependencies: ["HTTP", "CLinux"]),
+    // Container parsing in pure Swift (no C, no Foundation): the JPEG marker and PNG chunk
+    // walkers, EXIF, WebP and GIF headers, read in place with bounds checks. Shared by ImageCodecs
+    // and ImagePipeline, and safe to run outside a decoder sandbox. Optimised in debug builds
+    // like ImagePipeline: PNG CRC checks walk the whole file.
+    .target(
+      name: "ImageContainers", swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // The only code that touches the C image libraries. Optimised even in debug builds, like
     // ImagePipeline: its colour conversion loop is vector code, ~40x slower unoptimised.
     .target(
       name: "ImageCodecs",
       dependencies: [
         "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec", "DelayLoad",
+        "ImageContainers",
       ],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
-    // Pure Swift steps: sniff, limits, container parsers, orient, resize, verify.
+    // Pure Swift steps: sniff, limits, HEIF container plans, orient, resize, verify.
     // Optimised even in debug builds: the pixel loops (resize, rotate, flatten) are ~50x slower
     // unoptimised, which would put a single corpus photo over a minute in `swift test`.
     .target(
-      name: "ImagePipeline", dependencies: ["ImageCodecs", "PixelKernels"],
+      name: "ImagePipeline", dependencies: ["ImageCodecs", "ImageContainers", "PixelKernels"],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // AVX2 versions of ImagePipeline's hottest loops, chosen at run time (C: Swift cannot ask for
     // AVX2 in one function). Optimised in debug builds too.
@@ -79,8 +87,10 @@ let package = Package(
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
     .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport"]),
+    .testTarget(name: "ImageContainersTests", dependencies: ["ImageContainers"]),
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
-    .testTarget(name: "ImagePipelineTests", dependencies: ["ImagePipeline", "TestSupport"]),
+    .testTarget(
+      name: "ImagePipelineTests", dependencies: ["ImagePipeline", "ImageContainers", "TestSupport"]),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "Crypto", "TestSupport"]),
     .testTarget(name: "AppTests", dependencies: ["App", "TestSupport"]),
   ]

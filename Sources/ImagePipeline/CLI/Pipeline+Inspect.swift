@@ -1,3 +1,5 @@
+import ImageContainers
+
 extension Pipeline {
   /// The inspection report for `input`: headers only, no pixel decoded.
   public func inspectReport(_ input: [UInt8]) throws(PipelineError) -> InspectionReport {
