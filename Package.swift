@@ -91,6 +91,7 @@ let package = Package(
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
     .testTarget(
       name: "ImagePipelineTests", dependencies: ["ImagePipeline", "ImageContainers", "TestSupport"]),
+    .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "Crypto", "TestSupport"]),
     .testTarget(name: "AppTests", dependencies: ["App", "TestSupport"]),
   ]
