@@ -64,6 +64,9 @@ let package = Package(
     .target(
       name: "ImagePipeline", dependencies: ["ImageCodecs", "ImageContainers", "PixelKernels"],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+    // The `process` and `inspect` commands on top of ImagePipeline: arguments, exit statuses, the
+    // atomically written output and the inspection JSON.
+    .target(name: "PipelineCLI", dependencies: ["ImagePipeline"]),
     // AVX2 versions of ImagePipeline's hottest loops, chosen at run time (C: Swift cannot ask for
     // AVX2 in one function). Optimised in debug builds too.
     .target(name: "PixelKernels", cSettings: [.unsafeFlags(["-O2"])]),
@@ -81,7 +84,7 @@ let package = Package(
       name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto"],
       resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
-    .executableTarget(name: "attachd", dependencies: ["App", "ImagePipeline", "ImageCodecs"]),
+    .executableTarget(name: "attachd", dependencies: ["App", "PipelineCLI", "ImageCodecs"]),
 
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -90,7 +93,8 @@ let package = Package(
     .testTarget(name: "ImageContainersTests", dependencies: ["ImageContainers"]),
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
     .testTarget(
-      name: "ImagePipelineTests", dependencies: ["ImagePipeline", "ImageContainers", "TestSupport"]),
+      name: "ImagePipelineTests",
+      dependencies: ["ImagePipeline", "ImageContainers", "PipelineCLI", "TestSupport"]),
     .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "Crypto", "TestSupport"]),
     .testTarget(name: "AppTests", dependencies: ["App", "TestSupport"]),

@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipeline
 
 /// `attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS]`: the pipeline on
 /// one file.
