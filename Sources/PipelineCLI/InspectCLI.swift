@@ -20,7 +20,7 @@ public enum InspectCLI {
     }
     let pipeline: Pipeline
     do { pipeline = try Pipeline() } catch {
-      stderr("attachd: internal: \(error.message)")
+      stderr("attachd: internal_error: \(error.message)")
       return ProcessCLI.exitInternal
     }
     do {
