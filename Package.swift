@@ -39,10 +39,13 @@ let package = Package(
     // epoll, eventfd, sendfile, accept4: Linux headers the Glibc module leaves out.
     .systemLibrary(name: "CLinux"),
 
+    // The one system-call wrapper: retries EINTR, maps EAGAIN, throws errno with the call's
+    // name; never retries close (swift-nio's NIOPosix/System.swift is the model).
+    .target(name: "SystemCalls"),
     // Protocol only: bytes in, messages out. No sockets, no Foundation networking.
     .target(name: "HTTP"),
     // Sockets: epoll event loop, connections, worker pool, graceful shutdown.
-    .target(name: "Server", dependencies: ["HTTP", "CLinux"]),
+    .target(name: "Server", dependencies: ["HTTP", "CLinux", "SystemCalls"]),
     // Container parsing in pure Swift (no C, no Foundation): the JPEG marker and PNG chunk
     // walkers, EXIF, WebP and GIF headers, read in place with bounds checks. Shared by ImageCodecs
     // and ImagePipeline, and safe to run outside a decoder sandbox. Optimised in debug builds
@@ -66,14 +69,14 @@ let package = Package(
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // The `process` and `inspect` commands on top of ImagePipeline: arguments, exit statuses, the
     // atomically written output and the inspection JSON.
-    .target(name: "PipelineCLI", dependencies: ["ImagePipeline"]),
+    .target(name: "PipelineCLI", dependencies: ["ImagePipeline", "SystemCalls"]),
     // AVX2 versions of ImagePipeline's hottest loops, chosen at run time (C: Swift cannot ask for
     // AVX2 in one function). Optimised in debug builds too.
     .target(name: "PixelKernels", cSettings: [.unsafeFlags(["-O2"])]),
     // SHA-256, HMAC, random ids, constant-time comparison (libcrypto).
     .target(name: "Crypto", dependencies: ["CCrypto"]),
     // Content-addressed blobs (files or S3) + SQLite or PostgreSQL index, behind protocols.
-    .target(name: "Storage", dependencies: ["CSQLite", "DelayLoad", "Crypto"]),
+    .target(name: "Storage", dependencies: ["CSQLite", "DelayLoad", "Crypto", "SystemCalls"]),
     // libcurl, libpq and libavcodec opened when the S3 store, the PostgreSQL index or the first
     // HEVC decoder needs them.
     .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl", "CAVCodec", "CHeif"]),
@@ -81,13 +84,14 @@ let package = Package(
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.
     .target(
-      name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto"],
+      name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "SystemCalls"],
       resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
     .executableTarget(name: "attachd", dependencies: ["App", "PipelineCLI", "ImageCodecs"]),
 
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),
+    .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
     .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
     .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport"]),
     .testTarget(name: "ImageContainersTests", dependencies: ["ImageContainers"]),

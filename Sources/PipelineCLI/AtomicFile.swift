@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 #if canImport(Glibc)
   import Glibc
@@ -10,6 +11,11 @@ enum AtomicFile {
     let call: String
     let code: Int32
     var description: String { "\(call): \(String(cString: strerror(code)))" }
+
+    init(_ error: SystemError) {
+      call = error.call
+      code = error.errno
+    }
   }
 
   static func write(_ bytes: [UInt8], to path: String) throws(Failure) {
@@ -17,32 +23,40 @@ enum AtomicFile {
     let directory = url.deletingLastPathComponent().path
     let temporary =
       directory + "/." + url.lastPathComponent + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw Failure(call: "open", code: errno) }
+    let fd: Int32
+    do {
+      fd = try SystemCall.blocking("open") { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+    } catch {
+      throw Failure(error)
+    }
     var failure: Failure?
+    /// Makes one call unless an earlier one failed; the first failure is the one reported.
+    func step<T: FixedWidthInteger>(_ name: StaticString, _ body: () -> T) -> T? {
+      guard failure == nil else { return nil }
+      do { return try SystemCall.blocking(name, body) } catch {
+        failure = Failure(error)
+        return nil
+      }
+    }
     bytes.withUnsafeBytes { buffer in
       var offset = 0
-      while offset < buffer.count {
-        let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-        if n < 0 {
-          if errno == EINTR { continue }
-          failure = Failure(call: "write", code: errno)
-          return
-        }
+      while offset < buffer.count,
+        let n = step("write", { Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset) })
+      {
         offset += n
       }
     }
-    if failure == nil && fsync(fd) != 0 { failure = Failure(call: "fsync", code: errno) }
-    close(fd)
-    if failure == nil && rename(temporary, path) != 0 { failure = Failure(call: "rename", code: errno) }
+    _ = step("fsync") { fsync(fd) }
+    try? SystemCall.close(fd)
+    _ = step("rename") { rename(temporary, path) }
     if let failure {
       unlink(temporary)
       throw failure
     }
-    let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    if dirfd >= 0 {
-      _ = fsync(dirfd)
-      close(dirfd)
+    // Best effort: the file is in place; this makes its name durable too.
+    if let dirfd = try? SystemCall.blocking("open", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
+      _ = try? SystemCall.blocking("fsync") { fsync(dirfd) }
+      try? SystemCall.close(dirfd)
     }
   }
 }
