@@ -18,7 +18,7 @@ let package = Package(
   ],
   targets: [
     systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
-    // libheif for the HEIFs the fast path declines (AVIF, …). Headers only: DelayLoad opens it
+    // libheif for the HEIFs the fast path declines (AVIF, …). Headers only: DelayLoadHeif opens it
     // when the first libheif context is made (not linked).
     systemLibrary("CHeif", pkgConfig: nil, apt: ["libheif-dev"]),
     systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
@@ -28,10 +28,11 @@ let package = Package(
     systemLibrary("CGIF", pkgConfig: nil, apt: ["libgif-dev"]),
     systemLibrary("CLCMS2", pkgConfig: "lcms2", apt: ["liblcms2-dev"]),
     // FFmpeg's HEVC decoder for HEIF tiles; libavutil holds its frames, buffers and log.
-    // Headers only: DelayLoad opens libavcodec when the first HEVC decoder does (not linked).
+    // Headers only: DelayLoadAVCodec opens libavcodec when the first HEVC decoder does (not linked).
     systemLibrary("CAVCodec", pkgConfig: nil, apt: ["libavcodec-dev", "libavutil-dev"]),
     systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
-    // libpq and libcurl: headers only, loaded on first use by DelayLoad (not linked).
+    // libpq and libcurl: headers only, loaded on first use by DelayLoadPQ and DelayLoadCurl (not
+    // linked).
     systemLibrary("CPQ", pkgConfig: nil, apt: ["libpq-dev"]),
     systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     // The S3 client: HTTP(S), connection reuse and SigV4 signing (Debian 12: curl 7.88).
@@ -57,8 +58,8 @@ let package = Package(
     .target(
       name: "ImageCodecs",
       dependencies: [
-        "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec", "DelayLoad",
-        "ImageContainers",
+        "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec", "DelayLoadAVCodec",
+        "DelayLoadHeif", "ImageContainers",
       ],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // Pure Swift steps: sniff, limits, HEIF container plans, orient, resize, verify.
@@ -76,10 +77,16 @@ let package = Package(
     // SHA-256, HMAC, random ids, constant-time comparison (libcrypto).
     .target(name: "Crypto", dependencies: ["CCrypto"]),
     // Content-addressed blobs (files or S3) + SQLite or PostgreSQL index, behind protocols.
-    .target(name: "Storage", dependencies: ["CSQLite", "DelayLoad", "Crypto", "SystemCalls"]),
-    // libcurl, libpq and libavcodec opened when the S3 store, the PostgreSQL index or the first
-    // HEVC decoder needs them.
-    .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl", "CAVCodec", "CHeif"]),
+    .target(
+      name: "Storage", dependencies: ["CSQLite", "DelayLoadCurl", "DelayLoadPQ", "Crypto", "SystemCalls"]),
+    // libcurl, libpq, libavcodec and libheif opened when the S3 store, the PostgreSQL index, the
+    // first HEVC decoder or the first libheif context needs them: one target per library, so a
+    // module sees only the headers of the libraries it uses, on one core that opens each once.
+    .target(name: "DelayLoad"),
+    .target(name: "DelayLoadCurl", dependencies: ["DelayLoad", "CCurl"]),
+    .target(name: "DelayLoadPQ", dependencies: ["DelayLoad", "CPQ"]),
+    .target(name: "DelayLoadAVCodec", dependencies: ["DelayLoad", "CAVCodec"]),
+    .target(name: "DelayLoadHeif", dependencies: ["DelayLoad", "CHeif"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.
