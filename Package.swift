@@ -14,10 +14,11 @@ let package = Package(
     .executable(name: "attachd", targets: ["attachd"]),
     .library(name: "HTTP", targets: ["HTTP"]),
     .library(name: "ImagePipeline", targets: ["ImagePipeline"]),
+    .library(name: "ImageContainers", targets: ["ImageContainers"]),
   ],
   targets: [
     systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
-    // libheif for the HEIFs the fast path declines (AVIF, …). Headers only: DelayLoad opens it
+    // libheif for the HEIFs the fast path declines (AVIF, …). Headers only: DelayLoadHeif opens it
     // when the first libheif context is made (not linked).
     systemLibrary("CHeif", pkgConfig: nil, apt: ["libheif-dev"]),
     systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
@@ -27,10 +28,11 @@ let package = Package(
     systemLibrary("CGIF", pkgConfig: nil, apt: ["libgif-dev"]),
     systemLibrary("CLCMS2", pkgConfig: "lcms2", apt: ["liblcms2-dev"]),
     // FFmpeg's HEVC decoder for HEIF tiles; libavutil holds its frames, buffers and log.
-    // Headers only: DelayLoad opens libavcodec when the first HEVC decoder does (not linked).
+    // Headers only: DelayLoadAVCodec opens libavcodec when the first HEVC decoder does (not linked).
     systemLibrary("CAVCodec", pkgConfig: nil, apt: ["libavcodec-dev", "libavutil-dev"]),
     systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
-    // libpq and libcurl: headers only, loaded on first use by DelayLoad (not linked).
+    // libpq and libcurl: headers only, loaded on first use by DelayLoadPQ and DelayLoadCurl (not
+    // linked).
     systemLibrary("CPQ", pkgConfig: nil, apt: ["libpq-dev"]),
     systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     // The S3 client: HTTP(S), connection reuse and SigV4 signing (Debian 12: curl 7.88).
@@ -38,34 +40,53 @@ let package = Package(
     // epoll, eventfd, sendfile, accept4: Linux headers the Glibc module leaves out.
     .systemLibrary(name: "CLinux"),
 
+    // The one system-call wrapper: retries EINTR, maps EAGAIN, throws errno with the call's
+    // name; never retries close (swift-nio's NIOPosix/System.swift is the model).
+    .target(name: "SystemCalls"),
     // Protocol only: bytes in, messages out. No sockets, no Foundation networking.
     .target(name: "HTTP"),
     // Sockets: epoll event loop, connections, worker pool, graceful shutdown.
-    .target(name: "Server", dependencies: ["HTTP", "CLinux"]),
+    .target(name: "Server", dependencies: ["HTTP", "CLinux", "SystemCalls"]),
+    // Container parsing in pure Swift (no C, no Foundation): the JPEG marker and PNG chunk
+    // walkers, EXIF, WebP and GIF headers, read in place with bounds checks. Shared by ImageCodecs
+    // and ImagePipeline, and safe to run outside a decoder sandbox. Optimised in debug builds
+    // like ImagePipeline: PNG CRC checks walk the whole file.
+    .target(
+      name: "ImageContainers", swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // The only code that touches the C image libraries. Optimised even in debug builds, like
     // ImagePipeline: its colour conversion loop is vector code, ~40x slower unoptimised.
     .target(
       name: "ImageCodecs",
       dependencies: [
-        "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec", "DelayLoad",
+        "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec", "DelayLoadAVCodec",
+        "DelayLoadHeif", "ImageContainers",
       ],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
-    // Pure Swift steps: sniff, limits, container parsers, orient, resize, verify.
+    // Pure Swift steps: sniff, limits, HEIF container plans, orient, resize, verify.
     // Optimised even in debug builds: the pixel loops (resize, rotate, flatten) are ~50x slower
     // unoptimised, which would put a single corpus photo over a minute in `swift test`.
     .target(
-      name: "ImagePipeline", dependencies: ["ImageCodecs", "PixelKernels"],
+      name: "ImagePipeline", dependencies: ["ImageCodecs", "ImageContainers", "PixelKernels"],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+    // The `process` and `inspect` commands on top of ImagePipeline: arguments, exit statuses, the
+    // atomically written output and the inspection JSON.
+    .target(name: "PipelineCLI", dependencies: ["ImagePipeline", "SystemCalls"]),
     // AVX2 versions of ImagePipeline's hottest loops, chosen at run time (C: Swift cannot ask for
     // AVX2 in one function). Optimised in debug builds too.
     .target(name: "PixelKernels", cSettings: [.unsafeFlags(["-O2"])]),
     // SHA-256, HMAC, random ids, constant-time comparison (libcrypto).
     .target(name: "Crypto", dependencies: ["CCrypto"]),
     // Content-addressed blobs (files or S3) + SQLite or PostgreSQL index, behind protocols.
-    .target(name: "Storage", dependencies: ["CSQLite", "DelayLoad", "Crypto"]),
-    // libcurl, libpq and libavcodec opened when the S3 store, the PostgreSQL index or the first
-    // HEVC decoder needs them.
-    .target(name: "DelayLoad", dependencies: ["CPQ", "CCurl", "CAVCodec", "CHeif"]),
+    .target(
+      name: "Storage", dependencies: ["CSQLite", "DelayLoadCurl", "DelayLoadPQ", "Crypto", "SystemCalls"]),
+    // libcurl, libpq, libavcodec and libheif opened when the S3 store, the PostgreSQL index, the
+    // first HEVC decoder or the first libheif context needs them: one target per library, so a
+    // module sees only the headers of the libraries it uses, on one core that opens each once.
+    .target(name: "DelayLoad"),
+    .target(name: "DelayLoadCurl", dependencies: ["DelayLoad", "CCurl"]),
+    .target(name: "DelayLoadPQ", dependencies: ["DelayLoad", "CPQ"]),
+    .target(name: "DelayLoadAVCodec", dependencies: ["DelayLoad", "CAVCodec"]),
+    .target(name: "DelayLoadHeif", dependencies: ["DelayLoad", "CHeif"]),
     // The durable upload engine and the three ways a body reaches it: plain (in memory or
     // spooled), the IETF resumable-upload draft and tus 1.0, side by side. What it needs of the
     // App (the pipeline behind a complete body, the error table) comes through `UploadHost`.
@@ -74,17 +95,23 @@ let package = Package(
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.
     .target(
-      name: "App", dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "Uploads"],
+      name: "App",
+      dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "SystemCalls", "Uploads"],
       resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
-    .executableTarget(name: "attachd", dependencies: ["App", "ImagePipeline", "ImageCodecs"]),
+    .executableTarget(name: "attachd", dependencies: ["App", "PipelineCLI", "ImageCodecs"]),
 
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),
+    .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
     .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
     .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport"]),
+    .testTarget(name: "ImageContainersTests", dependencies: ["ImageContainers"]),
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
-    .testTarget(name: "ImagePipelineTests", dependencies: ["ImagePipeline", "TestSupport"]),
+    .testTarget(
+      name: "ImagePipelineTests",
+      dependencies: ["ImagePipeline", "ImageContainers", "PipelineCLI", "TestSupport"]),
+    .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "Crypto", "TestSupport"]),
     .testTarget(name: "UploadsTests", dependencies: ["Uploads", "TestSupport"]),
     .testTarget(name: "AppTests", dependencies: ["App", "Uploads", "TestSupport"]),

@@ -6,10 +6,10 @@ import PackageDescription
 let fuzzers: [(name: String, module: String)] = [
   ("FuzzRequestParser", "HTTP"),
   ("FuzzMultipart", "HTTP"),
-  ("FuzzEXIF", "ImagePipeline"),
+  ("FuzzEXIF", "ImageContainers"),
   ("FuzzHEIFBoxes", "ImagePipeline"),
   ("FuzzHEIFDecode", "ImagePipeline"),
-  ("FuzzPNGChunks", "ImagePipeline"),
+  ("FuzzPNGChunks", "ImageContainers"),
 ]
 
 let package = Package(

@@ -5,30 +5,10 @@ extension Application.ServerOptions {
   /// The `Server.Configuration` these options describe (0 threads = the server's default,
   /// one per core).
   public func serverConfiguration() -> Server.Configuration {
-    var config = Server.Configuration()
-    config.host = host
-    config.port = port
+    var config = configuration
     if eventLoops > 0 { config.loopCount = eventLoops }
     if workerThreads > 0 { config.workerThreads = workerThreads }
-    config.workerQueueLength = workerQueueLength
-    config.maxConnections = maxConnections
-    config.headerTimeout = Self.duration(headerTimeout)
-    config.bodyIdleTimeout = Self.duration(bodyIdleTimeout)
-    config.minBodyRate = minBodyRate
-    config.minBodyRateWindow = Self.duration(minBodyRateWindow)
-    config.keepAliveTimeout = Self.duration(keepAliveTimeout)
-    config.writeTimeout = Self.duration(writeTimeout)
-    config.lingerTimeout = Self.duration(lingerTimeout)
-    config.drainDeadline = Self.duration(drainDeadline)
-    config.parserLimits.maxRequestLineBytes = maxRequestLineBytes
-    config.parserLimits.maxHeaderBytes = maxHeaderBytes
-    config.parserLimits.maxHeaderFields = maxHeaderFields
-    config.listenBacklog = Int32(clamping: listenBacklog)
     return config
-  }
-
-  static func duration(_ seconds: Double) -> Duration {
-    .milliseconds(Int64((seconds * 1000).rounded()))
   }
 }
 

@@ -13,7 +13,7 @@ public enum ErrorTable {
   /// Seconds a client is asked to wait after a 503.
   public static let retryAfterSeconds = 5
 
-  /// The public face of `error`; anything without a row is a 500 `internal`.
+  /// The public face of `error`; anything without a row is a 500 `internal_error`.
   public static func publicError(for error: any Error) -> PublicError {
     switch error {
     case let error as AppError: publicError(for: error)
@@ -57,41 +57,47 @@ public enum ErrorTable {
   }
 
   static func publicError(for error: PipelineError) -> PublicError {
-    publicError(forPipelineCode: error.code)
+    publicError(for: error.kind)
   }
 
-  // By code: `PipelineError.Kind` is the pipeline's own (the App matches on the stable codes).
+  /// The row for a pipeline code as it is logged or stored; an unknown code is `internal_error`.
   static func publicError(forPipelineCode code: String) -> PublicError {
-    switch code {
-    case "empty": PublicError(status: 400, code: "empty", title: "The upload is empty")
-    case "unsupported_format":
+    PipelineError.Kind(rawValue: code).map(publicError(for:)) ?? internalError
+  }
+
+  // Exhaustive on purpose: a new pipeline kind does not compile until it has a row here.
+  static func publicError(for kind: PipelineError.Kind) -> PublicError {
+    switch kind {
+    case .empty: PublicError(status: 400, code: "empty", title: "The upload is empty")
+    case .unsupportedFormat:
       PublicError(status: 415, code: "unsupported_format", title: "Not a supported image format")
-    case "animated_unsupported":
+    case .animatedUnsupported:
       PublicError(status: 415, code: "animated_unsupported", title: "Animated images are not supported")
-    case "unsupported_jpeg_precision":
+    case .unsupportedJPEGPrecision:
       PublicError(
         status: 422, code: "unsupported_jpeg_precision", title: "JPEG sample precision not supported")
-    case "too_large_bytes": PublicError(status: 413, code: "too_large_bytes", title: "Image file too large")
-    case "pixel_limit": PublicError(status: 413, code: "pixel_limit", title: "Image has too many pixels")
-    case "dimension_limit":
+    case .tooLargeBytes: PublicError(status: 413, code: "too_large_bytes", title: "Image file too large")
+    case .pixelLimit: PublicError(status: 413, code: "pixel_limit", title: "Image has too many pixels")
+    case .dimensionLimit:
       PublicError(status: 413, code: "dimension_limit", title: "Image is too wide or tall")
-    case "too_many_items": PublicError(status: 413, code: "too_many_items", title: "Image has too many parts")
-    case "metadata_too_large":
+    case .tooManyItems: PublicError(status: 413, code: "too_many_items", title: "Image has too many parts")
+    case .metadataTooLarge:
       PublicError(status: 413, code: "metadata_too_large", title: "Image metadata too large")
-    case "corrupt": PublicError(status: 422, code: "corrupt", title: "The image cannot be decoded")
-    case "truncated": PublicError(status: 422, code: "truncated", title: "The image is truncated")
-    case "memory_budget":
+    case .corrupt: PublicError(status: 422, code: "corrupt", title: "The image cannot be decoded")
+    case .truncated: PublicError(status: 422, code: "truncated", title: "The image is truncated")
+    case .memoryBudget:
       PublicError(
         status: 503, code: "memory_budget", title: "Server busy with other images",
         headers: ["Retry-After": String(retryAfterSeconds)])
-    case "deadline_exceeded":
+    case .deadlineExceeded:
       PublicError(
         status: 503, code: "deadline_exceeded", title: "The image took too long to process",
         headers: ["Retry-After": String(retryAfterSeconds)])
     // The client has hung up and will not read this; the status (nginx's "client closed
     // request") is for the access log and the metrics.
-    case "cancelled": PublicError(status: 499, code: "cancelled", title: "Client closed the request")
-    default: PublicError(status: 500, code: "internal", title: "The image could not be processed")
+    case .cancelled: PublicError(status: 499, code: "cancelled", title: "Client closed the request")
+    // The one 500 code: a pipeline failure reads like any other server fault.
+    case .internal: internalError
     }
   }
 

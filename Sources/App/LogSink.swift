@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
   import Glibc
@@ -124,14 +125,12 @@ public final class LogSink: Sendable {
     bytes.withUnsafeBytes { buffer in
       var offset = 0
       while offset < buffer.count {
-        let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-        if n > 0 {
-          offset += n
-        } else if n < 0 && errno == EINTR {
-          continue
-        } else {
-          return  // A full disk or a closed pipe must not stop the server; the lines are lost.
+        let written = try? SystemCall.blocking("write") {
+          Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
         }
+        // A full disk or a closed pipe must not stop the server; the lines are lost.
+        guard let written, written > 0 else { return }
+        offset += written
       }
     }
   }

@@ -17,7 +17,7 @@
 /// - An HTTP/1.1 request needs exactly one `Host` field.
 public struct HTTPRequestParser: Sendable {
   /// Sizes the parser refuses to buffer beyond.
-  public struct Limits: Sendable {
+  public struct Limits: Sendable, Equatable {
     /// Request line plus any leading empty lines, CRLF included (→ 414).
     public var maxRequestLineBytes: Int
     /// Field lines after the request line, CRLFs included (→ 431).

@@ -28,7 +28,7 @@ public enum AVCodecLog {
 
   /// Sends messages at `minimum` or above to `handler` (nil: drop them all, the default).
   /// The handler is called on decoding threads, possibly several at once; it must not block.
-  /// libavcodec is opened by the first HEVC decoder (see `Sources/DelayLoad`), not by this: a
+  /// libavcodec is opened by the first HEVC decoder (see `Sources/DelayLoadAVCodec`), not by this: a
   /// process that never decodes HEVC never maps it.
   public static func setHandler(minimum: Level = .warning, _ newHandler: Handler?) {
     installed.withLock { installed in

@@ -1,5 +1,5 @@
 private import CHeif
-private import DelayLoad
+private import DelayLoadHeif
 
 /// The colour description of a HEIF image: an ICC profile, an nclx box, both or neither.
 public struct HEIFColour: Sendable, Equatable {
@@ -195,7 +195,7 @@ public enum HEIFCodec {
     throw CodecError(kind, codec: codec, message)
   }
 
-  /// Why libheif could not be opened (DelayLoad opens it on this first use), or nil.
+  /// Why libheif could not be opened (DelayLoadHeif opens it on this first use), or nil.
   private static let libraryFailure: String? = DelayLoad_heif().map { String(cString: $0) }
   private static let initialised: Void = { _ = heif_init(nil) }()
 }

@@ -1,5 +1,5 @@
 private import CAVCodec
-private import DelayLoad
+private import DelayLoadAVCodec
 
 /// Decodes the HEVC pictures of a HEIF image (each grid tile, or the one picture of a plain
 /// image) with libavcodec's HEVC decoder, one sample at a time. Create one per configuration
@@ -12,7 +12,7 @@ public final class HEVCDecoder {
   static let codec = "hevc"
 
   /// Why libavcodec.so.59 could not be opened (once per process, by the first decoder), or nil
-  /// when it is loaded. Nothing else in the process maps it (`Sources/DelayLoad`).
+  /// when it is loaded. Nothing else in the process maps it (`Sources/DelayLoadAVCodec`).
   private static let libraryFailure: String? = DelayLoad_avcodec().map { String(cString: $0) }
 
   /// Decoder settings.

@@ -1,6 +1,7 @@
-/// A bounds-checked walk over the marker segments of a JPEG up to the first SOS, for the few facts
-/// TurboJPEG 2.1 does not report: sample precision, coding process, the Adobe APP14 marker and
-/// the APP2 ICC profile chunks.
+import ImageContainers
+
+/// The few facts TurboJPEG 2.1 does not report, from a JPEG's marker segments before the first
+/// SOS: sample precision, coding process, the Adobe APP14 marker and the APP2 ICC profile chunks.
 struct JPEGMarkers {
   /// Sample precision from the SOF segment (8 or 12), nil when no SOF was found.
   var precision: Int?
@@ -11,27 +12,15 @@ struct JPEGMarkers {
   /// ICC_PROFILE chunks as (sequence number, byte range in the file).
   var iccChunks: [(sequence: UInt8, range: Range<Int>)] = []
 
+  /// Reads what it can; a malformed or cut segment ends the walk with the facts found so far.
   init(_ data: UnsafeRawBufferPointer) {
-    var i = 2
-    guard data.count >= 4, data[0] == 0xFF, data[1] == 0xD8 else { return }
-    while i + 4 <= data.count {
-      guard data[i] == 0xFF else { return }
-      let marker = data[i + 1]
-      if marker == 0xFF {
-        i += 1  // fill byte
-        continue
-      }
-      if marker == 0xD8 || marker == 0x01 || (0xD0...0xD7).contains(marker) {
-        i += 2
-        continue
-      }
+    guard var markers = JPEGMarkerReader(data) else { return }
+    while let marker = try? markers.nextMarker() {
+      // A repeated SOI is skipped like the standalone markers.
+      if marker == 0xD8 || JPEGMarkerReader.isStandalone(marker) { continue }
       if marker == 0xDA || marker == 0xD9 { return }
-      let length = Int(data[i + 2]) << 8 | Int(data[i + 3])
-      let start = i + 4
-      let end = i + 2 + length
-      guard length >= 2, end <= data.count else { return }
-      inspect(marker: marker, data, start..<end)
-      i = end
+      guard let body = try? markers.segmentBody() else { return }
+      inspect(marker: marker, data, body)
     }
   }
 

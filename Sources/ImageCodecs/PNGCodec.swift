@@ -127,7 +127,7 @@ public enum PNGCodec {
     else { throw CodecError(.corrupt, codec: codec, "bad IHDR values") }
     let types = Set(chunks.chunks.map(\.type))
     let idat = chunks.chunks.firstIndex { $0.type == PNGChunks.IDAT } ?? chunks.chunks.count
-    let animated = chunks.chunks[..<idat].contains { $0.type == PNGChunks.type("acTL") }
+    let animated = chunks.chunks[..<idat].contains { $0.type == PNGChunks.acTL }
     return PNGInfo(
       width: width, height: height, bitDepth: Int(d[8]), colourType: colourType, interlaced: d[12] != 0,
       hasTransparency: colourType == .grayAlpha || colourType == .rgba || types.contains(PNGChunks.tRNS),

@@ -1,5 +1,6 @@
 import Foundation
 import ImageCodecs
+import ImageContainers
 
 /// Turns any accepted picture into a clean, upright, sRGB JPEG that fits `maxEdge`.
 ///

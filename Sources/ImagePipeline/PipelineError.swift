@@ -1,7 +1,10 @@
-/// Why the pipeline refused an input or failed: a stable `code` to branch on, a human `reason`,
-/// and the underlying library's message for logs only (never shown to clients).
+/// Why the pipeline refused an input or failed: a `kind` to branch on (its stable `code` for
+/// clients and logs), a human `reason`, and the underlying library's message for logs only
+/// (never shown to clients).
 public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible {
-  enum Kind: String, Sendable {
+  /// What went wrong; the raw value is the stable code. Callers switch on it exhaustively, so a
+  /// new kind does not compile until each of them has decided what it means.
+  public enum Kind: String, Sendable, CaseIterable {
     case empty
     case unsupportedFormat = "unsupported_format"
     case unsupportedJPEGPrecision = "unsupported_jpeg_precision"
@@ -16,10 +19,11 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
     case memoryBudget = "memory_budget"
     case deadlineExceeded = "deadline_exceeded"
     case cancelled
-    case `internal`
+    /// A failure that is not the input's fault; the one 500 code, shared with the rest of the App.
+    case `internal` = "internal_error"
   }
 
-  let kind: Kind
+  public let kind: Kind
   /// A sentence for people: what was wrong with the input.
   public let reason: String
   /// The C library's message or other internal detail, for logs.
@@ -35,11 +39,7 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
   public var code: String { kind.rawValue }
 
   /// Every code the pipeline can produce, for the App's status table and its tests.
-  public static let allCodes: [String] = [
-    Kind.empty, .unsupportedFormat, .unsupportedJPEGPrecision, .animatedUnsupported, .tooLargeBytes,
-    .pixelLimit, .dimensionLimit, .tooManyItems, .metadataTooLarge, .corrupt, .truncated, .memoryBudget,
-    .deadlineExceeded, .cancelled, .internal,
-  ].map(\.rawValue)
+  public static let allCodes: [String] = Kind.allCases.map(\.rawValue)
 
   public var description: String {
     detail.map { "\(code): \(reason) (\($0))" } ?? "\(code): \(reason)"

@@ -3,7 +3,7 @@ import HTTP
 
 extension Server {
   /// Everything the server needs to know; defaults suit one small machine.
-  public struct Configuration: Sendable {
+  public struct Configuration: Sendable, Equatable {
     /// IPv4 address to bind (e.g. "127.0.0.1", "0.0.0.0").
     public var host = "127.0.0.1"
     /// TCP port; 0 picks a free one (read it back from `Server.localPort`).

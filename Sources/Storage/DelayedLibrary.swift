@@ -1,6 +1,7 @@
-private import DelayLoad
+private import DelayLoadCurl
+private import DelayLoadPQ
 
-/// libcurl and libpq are opened on first use (see `Sources/DelayLoad`): a filesystem + SQLite
+/// libcurl and libpq are opened on first use (see `Sources/DelayLoadCurl`, `Sources/DelayLoadPQ`): a filesystem + SQLite
 /// service, and `attachd process`, never map them. Every path into either library asks here
 /// first, so a machine without one gets a clear error naming it, where the store is opened.
 enum DelayedLibrary {

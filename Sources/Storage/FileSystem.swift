@@ -1,18 +1,18 @@
 import Foundation
 import Glibc
+import SystemCalls
 
-/// The file-system calls the blob store makes, each retried on EINTR and turned into `StorageError`.
+/// The file-system calls the blob store makes, each through `SystemCall` (retried on EINTR) and
+/// turned into `StorageError`.
 enum FileSystem {
-  /// Runs `body` until it stops failing with EINTR; -1 becomes a `.io` (or `.notFound`) error.
+  /// Runs `body` until it is not interrupted; a failure becomes a `.io` (or `.notFound`) error.
   @discardableResult
-  static func call<T: FixedWidthInteger>(_ name: String, _ path: String, _ body: () -> T) throws -> T {
-    while true {
-      let result = body()
-      if result != -1 { return result }
-      let code = errno
-      if code == EINTR { continue }
-      throw error(name, path, errno: code)
-    }
+  static func call<T: FixedWidthInteger>(_ name: StaticString, _ path: String, _ body: () -> T) throws -> T {
+    do { return try SystemCall.blocking(name, body) } catch { throw self.error(error, path) }
+  }
+
+  static func error(_ error: SystemError, _ path: String) -> StorageError {
+    self.error(error.call, path, errno: error.errno)
   }
 
   static func error(_ name: String, _ path: String, errno code: Int32) -> StorageError {
@@ -24,8 +24,8 @@ enum FileSystem {
     try call("open", path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
   }
 
-  // close() is not retried: on Linux the descriptor is gone even when it reports EINTR.
-  static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+  /// Closes `fd`, ignoring failures (the descriptor is gone either way).
+  static func close(_ fd: Int32) { try? SystemCall.close(fd) }
 
   /// Writes the whole buffer, looping over short writes.
   static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
@@ -100,12 +100,13 @@ enum FileSystem {
 
   /// Creates a directory; false when it already existed.
   static func makeDirectory(_ path: String) throws -> Bool {
-    while true {
-      if Glibc.mkdir(path, 0o755) == 0 { return true }
-      let code = errno
-      if code == EINTR { continue }
-      if code == EEXIST { return false }
-      throw error("mkdir", path, errno: code)
+    do {
+      _ = try SystemCall.blocking("mkdir") { Glibc.mkdir(path, 0o755) }
+      return true
+    } catch let error where error.errno == EEXIST {
+      return false
+    } catch {
+      throw self.error(error, path)
     }
   }
 

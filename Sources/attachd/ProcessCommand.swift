@@ -1,8 +1,8 @@
-import ImagePipeline
+import PipelineCLI
 import Server
 
 /// `attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS]` (logic in
-/// `ImagePipeline.ProcessCLI`).
+/// `PipelineCLI.ProcessCLI`).
 enum ProcessCommand {
   static func run(_ arguments: [String]) -> Int32 {
     // The same malloc settings as `attachd serve`, so the CLI measures what the service does.

@@ -1,4 +1,6 @@
 import Foundation
+import ImageContainers
+import PipelineCLI
 import TestSupport
 import Testing
 

@@ -1,3 +1,4 @@
+import ImageContainers
 import Testing
 
 @testable import ImagePipeline

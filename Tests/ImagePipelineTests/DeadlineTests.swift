@@ -1,5 +1,6 @@
 import Foundation
 import ImageCodecs
+import PipelineCLI
 import Testing
 
 @testable import ImagePipeline

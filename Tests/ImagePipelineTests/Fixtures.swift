@@ -1,4 +1,5 @@
 import ImageCodecs
+import ImageContainers
 import TestSupport
 
 @testable import ImagePipeline

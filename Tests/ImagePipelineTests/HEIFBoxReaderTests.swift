@@ -1,4 +1,5 @@
 import Foundation
+import ImageContainers
 import Testing
 
 @testable import ImagePipeline

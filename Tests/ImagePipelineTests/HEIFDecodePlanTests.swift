@@ -1,5 +1,6 @@
 import Foundation
 import ImageCodecs
+import ImageContainers
 import Testing
 
 @testable import ImagePipeline

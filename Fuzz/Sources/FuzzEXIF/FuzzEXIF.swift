@@ -1,5 +1,5 @@
 import FuzzSupport
-import ImagePipeline
+import ImageContainers
 
 /// One input: must never crash, hang or leak, whatever the bytes.
 @_cdecl("LLVMFuzzerTestOneInput")

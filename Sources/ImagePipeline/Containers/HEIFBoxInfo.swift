@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// What a HEIF/AVIF file's boxes say about its primary image, read before any decoding.
 public struct HEIFBoxInfo: Sendable {
   /// HEIF `colr` box contents of the primary image.

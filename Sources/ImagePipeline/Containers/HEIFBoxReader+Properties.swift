@@ -1,3 +1,5 @@
+import ImageContainers
+
 extension HEIFBoxReader {
   /// One `ipma` association: a 1-based index into `ipco` and whether it is marked essential.
   struct Association: Equatable {

@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// Reads the ISOBMFF boxes of a HEIF/AVIF file: `ftyp` and the `meta` box with its item
 /// information, locations, references and properties. Bounded by the input: every box must fit
 /// in its parent, every count is checked against the bytes that remain.

@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// Everything a decoder needs to turn a HEIF file's primary image into pixels, read from the
 /// boxes alone: which coded images to decode (byte ranges into the input, never copies), how
 /// they fit together (a grid), how the result is cropped, rotated and mirrored, its colour, and

@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// One parse of a HEIF/AVIF file's `ftyp` and `meta` boxes: items, locations, references and
 /// properties, as plain values. `HEIFBoxInfo` (the header facts) and `HEIFDecodePlan` (what the
 /// decoder needs) are both built from it, so the bytes are read once.

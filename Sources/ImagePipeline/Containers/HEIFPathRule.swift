@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// Which decoder takes a HEIF file's primary image.
 public enum HEIFDecodePath: Sendable, Equatable, CustomStringConvertible {
   /// Our fast path: the box reader's plan, HEVC tiles decoded by libavcodec into planes.

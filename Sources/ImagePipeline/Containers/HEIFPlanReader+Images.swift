@@ -1,3 +1,5 @@
+import ImageContainers
+
 extension HEIFPlanReader {
   /// The plan of one image item: a coded item, or a grid of them.
   static func imagePlan(_ file: HEIFFile, _ id: UInt32, limits: Limits, notes: inout [String])

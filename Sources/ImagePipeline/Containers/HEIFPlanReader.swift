@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// Why no decoder here can show a HEIF file: the plan reader's refusal, mapped to a
 /// `PipelineError` by `ImageHeader`.
 public struct HEIFRefusal: Error, Sendable, Equatable, CustomStringConvertible {

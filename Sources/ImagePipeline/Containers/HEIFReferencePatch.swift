@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// Work-arounds for Debian 12's libheif 1.15, applied to a copy of the bytes for the libheif path.
 /// Each renames a four-character type in place: every size and offset stays, so the primary image
 /// and its own references decode as before.

@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// An `hvcC` box (HEVCDecoderConfigurationRecord, ISO/IEC 14496-15 §8.3.3): the raw record
 /// as a byte range of the input (libavcodec takes it as extradata as it is) and the fields the
 /// path rule checks, plus the first SPS's coded size.

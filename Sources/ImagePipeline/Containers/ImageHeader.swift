@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// What the headers of an input say, whatever its format: the facts the checks, the decoder
 /// and `inspect` need, read without decoding a pixel.
 public struct ImageHeader: Sendable {

@@ -1,4 +1,5 @@
 import ImageCodecs
+import ImageContainers
 
 /// The coded pictures of one HEIF image — a grid's tiles or a single `hvc1` item — decoded with
 /// libavcodec one at a time, each checked before it is lent out: its size must be what the plan

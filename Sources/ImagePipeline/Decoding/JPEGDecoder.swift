@@ -1,4 +1,5 @@
 import ImageCodecs
+import ImageContainers
 
 /// JPEG through TurboJPEG: Y′CbCr planes when the image is resized, RGB (or gray) otherwise and
 /// for RGB, gray, CMYK and YCCK files. Both shrink on load to the smallest DCT scale (M/8) still

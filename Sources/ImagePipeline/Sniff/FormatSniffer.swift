@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// An input format as recognised from its first bytes.
 public enum SniffedFormat: String, Sendable, Equatable, CaseIterable {
   case jpeg, png, gif, webp, heif, avif
@@ -40,7 +42,7 @@ public enum FormatSniffer {
     let r = ByteReader(bytes)
     if bytes.isEmpty { return .empty }
     if r.matches(0, [0xFF, 0xD8, 0xFF]) { return .jpeg }
-    if r.matches(0, PNGChunkWalker.signature) { return .png }
+    if r.matches(0, PNGChunkReader.signature) { return .png }
     if r.matches(0, Array("GIF87a".utf8)) || r.matches(0, Array("GIF89a".utf8)) { return .gif }
     if r.matches(0, Array("RIFF".utf8)) && r.matches(8, Array("WEBP".utf8)) { return .webp }
     if r.fourCC(4) == FourCC("ftyp") { return sniffISOBMFF(r) }

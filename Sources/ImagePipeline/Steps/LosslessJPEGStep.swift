@@ -1,4 +1,5 @@
 import ImageCodecs
+import ImageContainers
 
 /// The lossless fast path: a Huffman-coded 8-bit YCbCr or gray JPEG that already fits, is sRGB
 /// or untagged, and needs no rotation or one `tjTransform` does perfectly, is rewritten with

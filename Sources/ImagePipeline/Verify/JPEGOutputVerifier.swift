@@ -1,3 +1,5 @@
+import ImageContainers
+
 /// Re-parses an output JPEG and accepts only SOI, APP0 (JFIF), DQT, SOF0/1/2, DHT, DRI, SOS with
 /// its entropy-coded data (and RSTn inside it) and EOI — nothing after EOI. Anything else (EXIF,
 /// ICC, XMP, IPTC, comments, MPF, trailing bytes) means a private byte could escape.
@@ -17,32 +19,26 @@ public enum JPEGOutputVerifier {
   }
 
   private static func verify(_ bytes: UnsafeRawBufferPointer) throws(Violation) {
-    let r = ByteReader(bytes)
-    guard r.matches(0, [0xFF, 0xD8]) else { throw .noSOI }
-    var offset = 2
+    guard var markers = JPEGMarkerReader(bytes) else { throw .noSOI }
     var sawFrame = false
     var sawScan = false
     while true {
-      guard r.u8(offset) == 0xFF else { throw .truncated }
-      while r.u8(offset) == 0xFF { offset += 1 }
-      guard let marker = r.u8(offset) else { throw .truncated }
-      offset += 1
+      let marker = try truncated { () throws(JPEGMarkerReader.Stop) in try markers.nextMarker() }
       switch marker {
       case 0xD9:
         guard sawFrame, sawScan else { throw .noFrame }
-        if offset != bytes.count { throw .bytesAfterEOI(bytes.count - offset) }
+        if markers.offset != bytes.count { throw .bytesAfterEOI(bytes.count - markers.offset) }
         return
       case 0xE0, 0xDB, 0xC0, 0xC1, 0xC2, 0xC4, 0xDD, 0xDA:
-        guard let length = r.u16(offset).map(Int.init), length >= 2, r.has(offset, length) else {
-          throw .truncated
+        let body = try truncated { () throws(JPEGMarkerReader.Stop) in try markers.segmentBody() }
+        if marker == 0xE0 && !ByteReader(bytes).matches(body.lowerBound, Array("JFIF\0".utf8)) {
+          throw .notJFIF
         }
-        if marker == 0xE0 && !r.matches(offset + 2, Array("JFIF\0".utf8)) { throw .notJFIF }
         if [0xC0, 0xC1, 0xC2].contains(marker) { sawFrame = true }
-        offset += length
         if marker == 0xDA {
           guard sawFrame else { throw .noFrame }
           sawScan = true
-          offset = try skipEntropyCodedData(r, from: offset)
+          try truncated { () throws(JPEGMarkerReader.Stop) in try markers.skipEntropyCodedData() }
         }
       default:
         throw .forbiddenMarker(marker)
@@ -50,26 +46,9 @@ public enum JPEGOutputVerifier {
     }
   }
 
-  /// The offset of the first marker after a scan's entropy-coded data (skipping FF00 and RSTn).
-  private static func skipEntropyCodedData(_ r: ByteReader, from start: Int) throws(Violation) -> Int {
-    var i = start
-    let bytes = r.bytes
-    let end = bytes.count
-    while i < end {
-      if bytes[i] != 0xFF {
-        i += 1
-        continue
-      }
-      guard i + 1 < end else { throw .truncated }
-      let next = bytes[i + 1]
-      if next == 0x00 || (0xD0...0xD7).contains(next) {
-        i += 2
-      } else if next == 0xFF {
-        i += 1
-      } else {
-        return i
-      }
-    }
-    throw .truncated
+  /// A read of the marker reader, where any stop (a cut file, a missing marker, a bad length) is
+  /// a truncation.
+  private static func truncated<T>(_ read: () throws(JPEGMarkerReader.Stop) -> T) throws(Violation) -> T {
+    do { return try read() } catch { throw .truncated }
   }
 }

@@ -1,6 +1,7 @@
 private import CPQ
-private import DelayLoad
+private import DelayLoadPQ
 import Foundation
+import SystemCalls
 
 /// A value bound to a statement parameter: always sent apart from the SQL text, never spliced in.
 enum PostgresValue: Sendable, Hashable {
@@ -241,12 +242,13 @@ final class PostgresConnection: @unchecked Sendable {
       guard descriptor.fd >= 0 else { throw connectionFailure(context) }
       let (seconds, attoseconds) = remaining.components
       let milliseconds = Int32(clamping: seconds * 1_000 + attoseconds / 1_000_000_000_000_000 + 1)
-      let ready = poll(&descriptor, 1, milliseconds)
-      if ready > 0 { return }
-      if ready < 0 && errno != EINTR {
+      let ready: Int32
+      do { ready = try SystemCall.wait("poll") { poll(&descriptor, 1, milliseconds) } } catch {
         isBroken = true
-        throw StorageError(.unavailable, "PostgreSQL \(context): poll failed, errno \(errno)")
+        throw StorageError(.unavailable, "PostgreSQL \(context): poll failed, errno \(error.errno)")
       }
+      // Zero: the time ran out or a signal interrupted the wait; the loop looks at the clock.
+      if ready > 0 { return }
     }
   }
 

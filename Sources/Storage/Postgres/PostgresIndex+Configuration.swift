@@ -1,5 +1,5 @@
 private import CPQ
-private import DelayLoad
+private import DelayLoadPQ
 import Foundation
 
 extension PostgresIndex {

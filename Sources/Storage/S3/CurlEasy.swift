@@ -1,5 +1,5 @@
 private import CCurl
-private import DelayLoad
+private import DelayLoadCurl
 import Glibc
 import Synchronization
 

@@ -6,13 +6,14 @@
 /// It reads the input in place (a spooled upload's file mapping is never copied to be parsed):
 /// a reader is only valid while the bytes it was made over are, and never outlives the parse
 /// that made it.
-struct ByteReader {
-  let bytes: UnsafeRawBufferPointer
-  let littleEndian: Bool
-  let start: Int
-  let limit: Int
+package struct ByteReader {
+  package let bytes: UnsafeRawBufferPointer
+  package let littleEndian: Bool
+  package let start: Int
+  package let limit: Int
 
-  init(_ bytes: UnsafeRawBufferPointer, littleEndian: Bool = false, start: Int = 0, limit: Int? = nil) {
+  package init(_ bytes: UnsafeRawBufferPointer, littleEndian: Bool = false, start: Int = 0, limit: Int? = nil)
+  {
     self.bytes = bytes
     self.littleEndian = littleEndian
     let end = min(limit ?? bytes.count, bytes.count)
@@ -21,32 +22,32 @@ struct ByteReader {
   }
 
   /// A reader over `[offset, offset + length)`, or nil if that range is not inside this one.
-  func sub(_ offset: Int, _ length: Int) -> ByteReader? {
+  package func sub(_ offset: Int, _ length: Int) -> ByteReader? {
     guard has(offset, length) else { return nil }
     return ByteReader(bytes, littleEndian: littleEndian, start: offset, limit: offset + length)
   }
 
-  func with(littleEndian: Bool) -> ByteReader {
+  package func with(littleEndian: Bool) -> ByteReader {
     ByteReader(bytes, littleEndian: littleEndian, start: start, limit: limit)
   }
 
   /// Whether `[offset, offset + length)` lies inside this reader's range.
-  func has(_ offset: Int, _ length: Int) -> Bool {
+  package func has(_ offset: Int, _ length: Int) -> Bool {
     offset >= start && length >= 0 && offset <= limit && length <= limit - offset
   }
 
-  func u8(_ offset: Int) -> UInt8? {
+  package func u8(_ offset: Int) -> UInt8? {
     has(offset, 1) ? bytes[offset] : nil
   }
 
-  func u16(_ offset: Int) -> UInt16? {
+  package func u16(_ offset: Int) -> UInt16? {
     guard has(offset, 2) else { return nil }
     let a = UInt16(bytes[offset])
     let b = UInt16(bytes[offset + 1])
     return littleEndian ? (b << 8 | a) : (a << 8 | b)
   }
 
-  func u24(_ offset: Int) -> UInt32? {
+  package func u24(_ offset: Int) -> UInt32? {
     guard has(offset, 3) else { return nil }
     let a = UInt32(bytes[offset])
     let b = UInt32(bytes[offset + 1])
@@ -54,7 +55,7 @@ struct ByteReader {
     return littleEndian ? (c << 16 | b << 8 | a) : (a << 16 | b << 8 | c)
   }
 
-  func u32(_ offset: Int) -> UInt32? {
+  package func u32(_ offset: Int) -> UInt32? {
     guard has(offset, 4) else { return nil }
     var value: UInt32 = 0
     for i in 0..<4 {
@@ -64,7 +65,7 @@ struct ByteReader {
     return value
   }
 
-  func u64(_ offset: Int) -> UInt64? {
+  package func u64(_ offset: Int) -> UInt64? {
     guard let high = u32(offset), let low = u32(offset + 4) else { return nil }
     return littleEndian
       ? UInt64(low) << 32 | UInt64(high)
@@ -72,7 +73,7 @@ struct ByteReader {
   }
 
   /// An unsigned big- or little-endian integer of `size` bytes (0, 1, 2, 4 or 8); 0 bytes read as 0.
-  func uint(_ offset: Int, size: Int) -> UInt64? {
+  package func uint(_ offset: Int, size: Int) -> UInt64? {
     switch size {
     case 0: return 0
     case 1: return u8(offset).map(UInt64.init)
@@ -83,25 +84,25 @@ struct ByteReader {
     }
   }
 
-  func fourCC(_ offset: Int) -> FourCC? {
+  package func fourCC(_ offset: Int) -> FourCC? {
     guard has(offset, 4) else { return nil }
     return FourCC(bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3])
   }
 
   /// A copy of the bytes of `[offset, offset + length)`, or nil when out of range.
-  func slice(_ offset: Int, _ length: Int) -> [UInt8]? {
+  package func slice(_ offset: Int, _ length: Int) -> [UInt8]? {
     has(offset, length) ? Array(bytes[offset..<(offset + length)]) : nil
   }
 
   /// Whether the bytes at `offset` equal `prefix`.
-  func matches(_ offset: Int, _ prefix: [UInt8]) -> Bool {
+  package func matches(_ offset: Int, _ prefix: [UInt8]) -> Bool {
     guard has(offset, prefix.count) else { return false }
     for (i, byte) in prefix.enumerated() where bytes[offset + i] != byte { return false }
     return true
   }
 
   /// The offset of the first zero byte at or after `offset` (below `end`), or nil.
-  func nulTerminator(from offset: Int, end: Int? = nil) -> Int? {
+  package func nulTerminator(from offset: Int, end: Int? = nil) -> Int? {
     let stop = min(end ?? limit, limit)
     var i = max(offset, start)
     while i < stop {
@@ -115,7 +116,9 @@ struct ByteReader {
 extension Array where Element == UInt8 {
   /// `withUnsafeBytes` that keeps the body's typed error (the standard library's rethrows
   /// widens it to `any Error`): lets a `[UInt8]` entry point call the in-place reader.
-  func withBytes<Result, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> Result) throws(E) -> Result {
+  package func withBytes<Result, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> Result) throws(E)
+    -> Result
+  {
     let outcome: Swift.Result<Result, E> = withUnsafeBytes { bytes in
       do throws(E) { return .success(try body(bytes)) } catch { return .failure(error) }
     }

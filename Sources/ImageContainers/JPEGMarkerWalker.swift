@@ -52,33 +52,29 @@ public enum JPEGMarkerWalker {
 
   /// Walks the markers of bytes read in place.
   public static func read(_ bytes: UnsafeRawBufferPointer) throws(Failure) -> JPEGMarkerInfo {
-    let r = ByteReader(bytes)
-    guard r.matches(0, [0xFF, 0xD8]) else { throw .notJPEG }
+    guard var markers = JPEGMarkerReader(bytes) else { throw .notJPEG }
     var info = JPEGMarkerInfo()
     var iccChunks: [Int: [UInt8]] = [:]
     var iccCount: Int?
-    var offset = 2
     while true {
-      // Markers may be preceded by any number of 0xFF fill bytes.
-      guard r.u8(offset) == 0xFF else {
-        throw info.frameMarker == 0 ? .noFrame : .badSegment
+      let marker: UInt8
+      let range: Range<Int>
+      do throws(JPEGMarkerReader.Stop) {
+        marker = try markers.nextMarker()
+        // EOI before the first scan: the image was cut.
+        if marker == 0xD9 { throw .ended }
+        if JPEGMarkerReader.isStandalone(marker) { continue }
+        range = try markers.segmentBody()
+      } catch {
+        throw failure(error, sawFrame: info.frameMarker != 0)
       }
-      while r.u8(offset) == 0xFF { offset += 1 }
-      guard let marker = r.u8(offset) else { throw info.frameMarker == 0 ? .noFrame : .truncated }
-      offset += 1
-      if marker == 0xD9 { throw info.frameMarker == 0 ? .noFrame : .truncated }
-      if marker == 0x01 || (0xD0...0xD7).contains(marker) { continue }
-      guard let length = r.u16(offset).map(Int.init), length >= 2 else {
-        throw info.frameMarker == 0 && r.u16(offset) == nil ? .noFrame : .truncated
-      }
-      let body = offset + 2
-      let bodyLength = length - 2
-      guard r.has(body, bodyLength) else { throw info.frameMarker == 0 ? .noFrame : .truncated }
+      let body = range.lowerBound
+      let bodyLength = range.count
       let segment = ByteReader(bytes, start: body, limit: body + bodyLength)
       switch marker {
       case 0xDA:
         guard info.frameMarker != 0 else { throw .noFrame }
-        info.firstScanOffset = offset - 2
+        info.firstScanOffset = body - 4
         finishICC(&info, iccChunks, iccCount)
         return info
       case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
@@ -135,7 +131,15 @@ public enum JPEGMarkerWalker {
       default:
         break
       }
-      offset = body + bodyLength
+    }
+  }
+
+  /// What a stop means here: before the frame header, no frame; after it, a cut or broken file.
+  private static func failure(_ stop: JPEGMarkerReader.Stop, sawFrame: Bool) -> Failure {
+    switch stop {
+    case .notAMarker: sawFrame ? .badSegment : .noFrame
+    case .ended: sawFrame ? .truncated : .noFrame
+    case .badLength: .truncated
     }
   }
 

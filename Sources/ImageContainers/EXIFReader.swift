@@ -13,13 +13,12 @@ public struct EXIFInfo: Sendable, Equatable {
   /// Bytes of the TIFF block.
   public var byteCount: Int = 0
 
-  /// The orientation to apply: the tag's value when it is 1…8, else 1 (out-of-range counts as 1).
-  var orientation: Orientation {
-    Orientation(exifValue: rawOrientation ?? 1)
+  /// The EXIF orientation value to apply: the tag's value when it is 1…8, else 1 (out-of-range
+  /// counts as 1, as EXIF readers do).
+  public var orientationValue: Int {
+    guard let rawOrientation, (1...8).contains(rawOrientation) else { return 1 }
+    return rawOrientation
   }
-
-  /// The EXIF orientation value to apply (1…8).
-  public var orientationValue: Int { orientation.rawValue }
 }
 
 /// Reads a TIFF-structured EXIF block (`II*\0` or `MM\0*` header) without trusting any offset.
@@ -34,7 +33,7 @@ public enum EXIFReader {
     bytes.withUnsafeBytes { read(ByteReader($0)) }
   }
 
-  static func read(_ reader: ByteReader) -> EXIFInfo? {
+  package static func read(_ reader: ByteReader) -> EXIFInfo? {
     var tiff = reader
     if reader.matches(reader.start, exifPrefix) {
       guard let rest = reader.sub(reader.start + 6, reader.limit - reader.start - 6) else { return nil }

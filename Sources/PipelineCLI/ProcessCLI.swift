@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipeline
 
 /// `attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS]`: the pipeline on
 /// one file.
@@ -82,10 +83,12 @@ public enum ProcessCLI {
   /// Input problems are 65; a full memory budget or a passed deadline is temporary (75);
   /// anything else internal (70).
   public static func exitCode(for error: PipelineError) -> Int32 {
-    switch error.code {
-    case "internal": return exitInternal
-    case "memory_budget", "deadline_exceeded", "cancelled": return exitTryAgain
-    default: return exitBadInput
+    switch error.kind {
+    case .internal: exitInternal
+    case .memoryBudget, .deadlineExceeded, .cancelled: exitTryAgain
+    case .empty, .unsupportedFormat, .unsupportedJPEGPrecision, .animatedUnsupported, .tooLargeBytes,
+      .pixelLimit, .dimensionLimit, .tooManyItems, .metadataTooLarge, .corrupt, .truncated:
+      exitBadInput
     }
   }
 }

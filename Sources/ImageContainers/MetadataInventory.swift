@@ -28,7 +28,7 @@ public struct MetadataInventory: Sendable, Equatable {
     return all.filter(\.0).map(\.1)
   }
 
-  mutating func absorb(_ exifInfo: EXIFInfo?) {
+  package mutating func absorb(_ exifInfo: EXIFInfo?) {
     guard let exifInfo else { return }
     exif = true
     gps = gps || exifInfo.hasGPS

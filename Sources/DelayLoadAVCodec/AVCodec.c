@@ -1,14 +1,15 @@
+#include "DelayLoadAVCodec.h"
+
 #include "DelayLoad.h"
-#include "Library.h"
 
 // --- libavcodec and libavutil (Debian 12: FFmpeg 5.1) --------------------------------------------
 // Only HEIC's HEVC tiles need them, but libavcodec59 as Debian builds it links ~95 shared libraries
 // (codecs, X11, VA-API, cairo, librsvg …): ~15 ms and ~15 MB of every process that maps it. Opened
 // with its dependencies (libavutil among them) when the first HEVC decoder opens; dlsym on its
 // handle finds libavutil's functions too.
-static Library avcodec = {"libavcodec.so.59", 0, NULL, ""};
+static DelayLoadLibrary avcodec = {"libavcodec.so.59", 0, NULL, ""};
 
-const char *DelayLoad_avcodec(void) { return Library_open(&avcodec); }
+const char *DelayLoad_avcodec(void) { return DelayLoadLibrary_open(&avcodec); }
 
 FORWARD(avcodec, const AVCodec *, avcodec_find_decoder, (enum AVCodecID id), (id))
 FORWARD(avcodec, AVCodecContext *, avcodec_alloc_context3, (const AVCodec *codec), (codec))

@@ -35,8 +35,6 @@ public enum PNGChunkWalker {
     case badChunk
   }
 
-  static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-
   /// Reads every chunk header; with `checkCRC` also verifies each chunk's CRC-32.
   /// A file cut short after IHDR is reported (`hasIEND == false`), not thrown, so the caller
   /// decides; a chunk length that is impossible throws.
@@ -48,24 +46,19 @@ public enum PNGChunkWalker {
   public static func read(_ bytes: UnsafeRawBufferPointer, checkCRC: Bool = false) throws(Failure)
     -> PNGChunkInfo
   {
+    guard var chunks = PNGChunkReader(bytes) else { throw .notPNG }
     let r = ByteReader(bytes)
-    guard r.matches(0, signature) else { throw .notPNG }
     var info = PNGChunkInfo()
-    var offset = 8
     var first = true
-    while offset < bytes.count {
-      guard let length32 = r.u32(offset), let type = r.fourCC(offset + 4) else { break }
-      guard length32 <= 0x7FFF_FFFF else { throw .badChunk }
-      let length = Int(length32)
-      let data = offset + 8
-      let complete = r.has(data, length + 4)
+    while let next = try chunks.next() {
+      let (type, length, data, complete) = (next.type, next.length, next.data.lowerBound, next.isComplete)
       if first {
         guard type == FourCC("IHDR"), length == 13, complete else { throw .badIHDR }
         try readHeader(r, at: data, into: &info)
         first = false
       }
       if checkCRC, complete, let stored = r.u32(data + length),
-        CRC32.checksum(bytes[(offset + 4)..<(data + length)]) != stored
+        CRC32.checksum(bytes[(next.offset + 4)..<(data + length)]) != stored
       {
         info.crcErrors += 1
       }
@@ -103,9 +96,6 @@ public enum PNGChunkWalker {
       default:
         info.metadata.otherSegments = true
       }
-      guard complete else { break }
-      if type == FourCC("IEND") { break }
-      offset = data + length + 4
     }
     if first { throw .badIHDR }
     return info
@@ -124,14 +114,14 @@ public enum PNGChunkWalker {
 }
 
 /// CRC-32 (ISO 3309, as PNG uses it), table-driven.
-enum CRC32 {
+package enum CRC32 {
   static let table: [UInt32] = (0..<256).map { n in
     var c = UInt32(n)
     for _ in 0..<8 { c = c & 1 == 1 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
     return c
   }
 
-  static func checksum<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt32 {
+  package static func checksum<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt32 {
     var crc: UInt32 = 0xFFFF_FFFF
     table.withUnsafeBufferPointer { t in
       for byte in bytes { crc = t[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }

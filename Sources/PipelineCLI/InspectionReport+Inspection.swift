@@ -1,34 +1,28 @@
-extension Pipeline {
-  /// The inspection report for `input`: headers only, no pixel decoded.
-  public func inspectReport(_ input: [UInt8]) throws(PipelineError) -> InspectionReport {
-    try input.withBytes { input throws(PipelineError) in try inspectReport(input) }
-  }
+import ImagePipeline
 
-  private func inspectReport(_ input: UnsafeRawBufferPointer) throws(PipelineError) -> InspectionReport {
-    var c = PipelineContext(input: input, configuration: configuration)
-    try SniffStep.run(&c)
-    try HeaderStep.run(&c)
-    let header = try c.requireHeader()
-    let source = Self.sourceInfo(c, header)
-    let heif = header.heif.map { info in
-      InspectionReport.HEIFReport(
+extension InspectionReport {
+  /// The report of what the pipeline found in an input's headers.
+  init(_ inspection: Inspection) {
+    let source = inspection.source
+    let heif = inspection.header.heif.map { info in
+      HEIFReport(
         majorBrand: info.majorBrand.description, compatibleBrands: info.compatibleBrands.map(\.description),
         miaf: info.hasMIAFBrand, primaryItemType: info.primaryItemType?.description,
         rotationCCW: info.rotationCCW, mirrorAxis: info.mirrorAxis, items: info.itemCount,
         tiles: info.tileCount,
         auxiliaryImages: info.auxiliaryCount, thumbnails: info.thumbnailCount,
-        ignoresTransformations: c.orientation.ignoreHEIFTransformations, plan: info.plan.map(Self.planReport))
+        ignoresTransformations: inspection.ignoresHEIFTransformations, plan: info.plan.map(Self.planReport))
     }
-    return InspectionReport(
+    self.init(
       format: source.format, bytes: source.bytes, stored: .init(width: source.width, height: source.height),
       display: .init(width: source.displayWidth, height: source.displayHeight),
-      output: .init(width: c.outputSize.width, height: c.outputSize.height),
+      output: .init(width: inspection.outputWidth, height: inspection.outputHeight),
       orientation: .init(value: source.orientation, source: source.orientationSource.rawValue),
       colourProfile: source.colourProfile, metadataFound: source.metadataFound,
       wouldStrip: source.metadataStripped, heif: heif)
   }
 
-  static func planReport(_ plan: HEIFDecodePlan) -> InspectionReport.PlanReport {
+  static func planReport(_ plan: HEIFDecodePlan) -> PlanReport {
     var fallback: String?
     if case .libheif(let reason) = plan.path { fallback = reason.description }
     let grid = plan.image.grid
@@ -45,7 +39,7 @@ extension Pipeline {
         return "clap \(clap.widthN)/\(clap.widthD)x\(clap.heightN)/\(clap.heightD)"
       }
     }
-    return InspectionReport.PlanReport(
+    return PlanReport(
       path: plan.path == .hevc ? "hevc" : "libheif", fallbackReason: fallback,
       image: "\(plan.image.itemType) item \(plan.image.itemID)",
       codedSize: .init(width: plan.storedSize.width, height: plan.storedSize.height),

@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipeline
 
 /// `attachd inspect IN`: what the pipeline would decide about a file, as JSON, without decoding.
 public enum InspectCLI {
@@ -19,11 +20,11 @@ public enum InspectCLI {
     }
     let pipeline: Pipeline
     do { pipeline = try Pipeline() } catch {
-      stderr("attachd: internal: \(error.message)")
+      stderr("attachd: internal_error: \(error.message)")
       return ProcessCLI.exitInternal
     }
     do {
-      let report = try pipeline.inspectReport([UInt8](data))
+      let report = InspectionReport(try pipeline.inspect([UInt8](data)))
       stdout(report.json + "\n")
       return 0
     } catch {

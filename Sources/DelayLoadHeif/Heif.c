@@ -1,14 +1,15 @@
+#include "DelayLoadHeif.h"
+
 #include "DelayLoad.h"
-#include "Library.h"
 
 // --- libheif (Debian 12: libheif 1.15 with libde265) ---------------------------------------------
 // Only the HEIF files the fast path declines (AVIF, and HEICs it refuses) reach libheif. Linked, it
 // brought libde265, libx265, libaom, libdav1d and libnuma into every process and ran their
 // start-up code: ~4–6 ms of each `attachd process` on a JPEG (measured with a program that only
 // dlopens them). Opened when the first libheif context is made (HEIFCodec).
-static Library heif = {"libheif.so.1", 0, NULL, ""};
+static DelayLoadLibrary heif = {"libheif.so.1", 0, NULL, ""};
 
-const char *DelayLoad_heif(void) { return Library_open(&heif); }
+const char *DelayLoad_heif(void) { return DelayLoadLibrary_open(&heif); }
 
 FORWARD(heif, struct heif_error, heif_init, (struct heif_init_params * params), (params))
 FORWARD(heif, struct heif_context *, heif_context_alloc, (void), ())
