@@ -91,6 +91,11 @@ let package = Package(
     // spooled), the IETF resumable-upload draft and tus 1.0, side by side. What it needs of the
     // App (the pipeline behind a complete body, the error table) comes through `UploadHost`.
     .target(name: "Uploads", dependencies: ["HTTP", "Server", "Storage", "Crypto"]),
+    // The decode sandbox: a helper process of this executable forks one locked-down child per
+    // decode (rlimits, no_new_privs, seccomp that kills by default; namespaces and Landlock
+    // where allowed). SandboxShims wraps the Linux calls Swift cannot make directly.
+    .target(name: "SandboxShims"),
+    .target(name: "Sandbox", dependencies: ["SandboxShims"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.
@@ -99,7 +104,7 @@ let package = Package(
       dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "SystemCalls", "Uploads"],
       resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
-    .executableTarget(name: "attachd", dependencies: ["App", "PipelineCLI", "ImageCodecs"]),
+    .executableTarget(name: "attachd", dependencies: ["App", "PipelineCLI", "ImageCodecs", "Sandbox"]),
 
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -114,6 +119,7 @@ let package = Package(
     .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "Crypto", "TestSupport"]),
     .testTarget(name: "UploadsTests", dependencies: ["Uploads", "TestSupport"]),
+    .testTarget(name: "SandboxTests", dependencies: ["Sandbox", "TestSupport"]),
     .testTarget(name: "AppTests", dependencies: ["App", "Uploads", "TestSupport"]),
   ]
 )

@@ -1,0 +1,48 @@
+/// How the sandbox runs: which executable is the helper, and each child's limits.
+public struct SandboxConfiguration: Sendable, Equatable {
+  /// The helper executable: this program itself (`/proc/self/exe`), started with
+  /// `helperArguments` (e.g. `["sandbox-helper"]`), an empty environment and only its socket.
+  public var executable: String = "/proc/self/exe"
+  /// Arguments before the helper's own settings.
+  public var helperArguments: [String] = ["sandbox-helper"]
+  /// Address space of one child, bytes (3 GiB: a 200 MP HEIC decodes in well under that).
+  public var memoryLimit = 3 << 30
+  /// CPU seconds of one child before the kernel stops it (SIGXCPU, then SIGKILL a second later).
+  public var cpuSeconds = 60
+  /// The uid and gid a helper started as root runs as (65534, `nobody`).
+  public var unprivilegedID: UInt32 = 65534
+  /// Children of one helper before it is replaced by a fresh one (0: never).
+  public var recycleAfter = 10_000
+  /// Seconds to wait for a new helper to say it is ready.
+  public var startTimeout = 10.0
+
+  public init() {}
+
+  /// The settings the helper reads from its command line.
+  var helperSettings: [String] {
+    ["--memory", String(memoryLimit), "--cpu", String(cpuSeconds), "--uid", String(unprivilegedID)]
+  }
+}
+
+/// The settings a helper was started with (parsed from its command line).
+struct HelperSettings: Equatable {
+  var memoryLimit = 3 << 30
+  var cpuSeconds = 60
+  var unprivilegedID: UInt32 = 65534
+
+  /// Reads `--memory N --cpu N --uid N`; nil for anything else.
+  init?(_ arguments: [String]) {
+    var rest = arguments[...]
+    while let flag = rest.popFirst() {
+      guard let value = rest.popFirst() else { return nil }
+      switch flag {
+      case "--memory": guard let n = Int(value), n > 0 else { return nil }; memoryLimit = n
+      case "--cpu": guard let n = Int(value), n > 0 else { return nil }; cpuSeconds = n
+      case "--uid": guard let n = UInt32(value) else { return nil }; unprivilegedID = n
+      default: return nil
+      }
+    }
+  }
+
+  init() {}
+}
