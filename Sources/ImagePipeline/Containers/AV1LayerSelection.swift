@@ -68,8 +68,7 @@ struct AV1LayerSelection: Sendable, Equatable {
       }
       idc = (spatial & ((2 << layer) - 1)) << 8 | (idc == 0 ? 0xFF : idc & 0xFF)
     }
-    var selection = AV1LayerSelection(
-      operatingPoint: chosen, layer: layer, idc: idc, writes: [])
+    var selection = AV1LayerSelection(operatingPoint: chosen, layer: layer, idc: idc, writes: [])
     guard idc != sequence.operatingPointIDCs[0] else { return selection }
     for header in headers {
       guard let bit = AV1SequenceHeader.read(UnsafeRawBufferPointer(rebasing: r.bytes[header]))?.firstIDCBit
@@ -79,23 +78,20 @@ struct AV1LayerSelection: Sendable, Equatable {
     return selection
   }
 
-  /// The bytes that hold `value` (12 bits) from bit `bit` of the payload at `range`.
+  /// The bytes that hold `value` (12 bits) from bit `bit` of the payload at `payload`, rewritten.
   private static func writes(
-    _ value: Int, atBit bit: Int, of range: Range<Int>, in bytes: UnsafeRawBufferPointer
-  )
-    -> [Write]
-  {
-    var result: [Write] = []
-    for i in 0..<12 {
-      let position = bit + i
-      let offset = range.lowerBound + position / 8
-      let mask = UInt8(0x80) >> UInt8(position % 8)
-      if result.last?.offset != offset { result.append(Write(offset: offset, byte: bytes[offset])) }
-      let on = (value >> (11 - i)) & 1 == 1
-      result[result.count - 1].byte =
-        on ? result[result.count - 1].byte | mask : result[result.count - 1].byte & ~mask
+    _ value: Int, atBit bit: Int, of payload: Range<Int>, in bytes: UnsafeRawBufferPointer
+  ) -> [Write] {
+    let first = payload.lowerBound + bit / 8
+    let last = payload.lowerBound + (bit + 11) / 8
+    return (first...last).map { offset in
+      var byte = bytes[offset]
+      for i in 0..<12 where payload.lowerBound + (bit + i) / 8 == offset {
+        let mask = UInt8(0x80) >> UInt8((bit + i) % 8)
+        byte = (value >> (11 - i)) & 1 == 1 ? byte | mask : byte & ~mask
+      }
+      return Write(offset: offset, byte: byte)
     }
-    return result
   }
 }
 
