@@ -59,7 +59,7 @@ let package = Package(
       name: "ImageCodecs",
       dependencies: [
         "CTurboJPEG", "CHeif", "CZlib", "CPNG", "CWebP", "CGIF", "CLCMS2", "CAVCodec", "DelayLoadAVCodec",
-        "DelayLoadHeif", "ImageContainers",
+        "DelayLoadHeif", "ImageContainers", "JPEGWarnings",
       ],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // Pure Swift steps: sniff, limits, HEIF container plans, orient, resize, verify.
@@ -71,6 +71,10 @@ let package = Package(
     // The `process` and `inspect` commands on top of ImagePipeline: arguments, exit statuses, the
     // atomically written output and the inspection JSON.
     .target(name: "PipelineCLI", dependencies: ["ImagePipeline", "SystemCalls"]),
+    // Every libjpeg warning of a JPEG that TurboJPEG warned about, with the MCU row it arose in,
+    // for ImageCodecs' JPEG recovery rule (C: libjpeg reports errors by longjmp). Links libjpeg
+    // (libjpeg62-turbo: small, no dependencies; libturbojpeg exports only its tj* API).
+    .target(name: "JPEGWarnings", linkerSettings: [.linkedLibrary("jpeg")]),
     // AVX2 versions of ImagePipeline's hottest loops, chosen at run time (C: Swift cannot ask for
     // AVX2 in one function). Optimised in debug builds too.
     .target(name: "PixelKernels", cSettings: [.unsafeFlags(["-O2"])]),

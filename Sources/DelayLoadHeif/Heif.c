@@ -66,3 +66,7 @@ FORWARD(heif, const uint8_t *, heif_image_get_plane_readonly,
         (const struct heif_image *image, enum heif_channel channel, int *stride),
         (image, channel, stride))
 FORWARD(heif, int, heif_image_is_premultiplied_alpha, (struct heif_image * image), (image))
+FORWARD(heif, int, heif_image_has_channel, (const struct heif_image *image, enum heif_channel channel),
+        (image, channel))
+FORWARD(heif, struct heif_error, heif_image_get_nclx_color_profile,
+        (const struct heif_image *image, struct heif_color_profile_nclx **out_data), (image, out_data))

@@ -56,13 +56,19 @@ public enum HEIFCodec {
     /// own default (32768) lets a 17000×17000 AVIF through to a 17 s decode; 16384 refuses it and
     /// still admits the 16320×12240 Samsung 200 MP photo. The pipeline's pixel limit comes first.
     public var maximumDimension = 16_384
+    /// The image is one plane of grey (the caller read it from `av1C`/`hvcC`; libheif 1.15 cannot
+    /// say): it is decoded as grey and brought to full range here (see `decode`).
+    public var monochrome = false
 
     /// Creates decoder settings.
-    public init(ignoreTransformations: Bool = false, decodingThreads: Int = 2, maximumDimension: Int = 16_384)
-    {
+    public init(
+      ignoreTransformations: Bool = false, decodingThreads: Int = 2, maximumDimension: Int = 16_384,
+      monochrome: Bool = false
+    ) {
       self.ignoreTransformations = ignoreTransformations
       self.decodingThreads = decodingThreads
       self.maximumDimension = maximumDimension
+      self.monochrome = monochrome
     }
   }
 
@@ -81,7 +87,13 @@ public enum HEIFCodec {
   }
 
   /// Decodes the primary image only (thumbnails, depth, gain maps and other items are ignored) to
-  /// 8-bit RGB or RGBA, applying the file's transformations unless told to ignore them.
+  /// 8-bit RGB or RGBA, applying the file's transformations unless told to ignore them; a
+  /// monochrome image (`Options.monochrome`) to 8-bit full-range gray (RGBA with alpha).
+  ///
+  /// Why monochrome is decoded apart: libheif 1.15 copies a monochrome plane into R, G and B as it
+  /// is, in video range too (16…235 came out as 16 + 0.86·Y: grey and flat), and its 8-bit
+  /// conversion does not apply to it. Asked for monochrome, it returns the plane as coded, at its
+  /// depth; `HEIFDecodedImage.gray` scales it to full-range 8 bits by the nclx range.
   ///
   /// Why RGB and not YCbCr planes (as JPEG uses, see `YCbCrPlanes`): libheif 1.15 assembles a
   /// grid image (every phone HEIC) as planar RGB 4:4:4, converting each tile while pasting it,
@@ -105,15 +117,21 @@ public enum HEIFCodec {
       defer { heif_decoding_options_free(decodeOptions) }
       decodeOptions.pointee.ignore_transformations = options.ignoreTransformations ? 1 : 0
       decodeOptions.pointee.convert_hdr_to_8bit = 1
-      let chroma = info.hasAlpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB
+      let (space, chroma) =
+        options.monochrome
+        ? (heif_colorspace_monochrome, heif_chroma_monochrome)
+        : (heif_colorspace_RGB, info.hasAlpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB)
       var image: OpaquePointer? = nil
-      try check(heif_decode_image(handle.raw, &image, heif_colorspace_RGB, chroma, decodeOptions))
+      try check(heif_decode_image(handle.raw, &image, space, chroma, decodeOptions))
       guard let image else { throw CodecError(.internal, codec: codec, "no image decoded") }
-      let decoded = DecodedImage(image)
+      let decoded = HEIFDecodedImage(image)
       // The decoded image says whether its colour is premultiplied (the handle's `prem` flag is
       // what the file declares; the image is what we actually hold).
       let premultiplied = heif_image_is_premultiplied_alpha(image) != 0
-      let pixels = try decoded.pixels(layout: info.hasAlpha ? .rgba : .rgb, premultiplied: premultiplied)
+      let pixels =
+        try options.monochrome
+        ? decoded.gray(premultiplied: premultiplied)
+        : decoded.pixels(layout: info.hasAlpha ? .rgba : .rgb, premultiplied: premultiplied)
       info.width = pixels.width
       info.height = pixels.height
       return HEIFImage(pixels: pixels, info: info)
@@ -220,7 +238,7 @@ private final class ImageHandle {
 }
 
 /// Owns one decoded heif_image; `deinit` releases it.
-private final class DecodedImage {
+final class HEIFDecodedImage {
   let raw: OpaquePointer
   init(_ raw: OpaquePointer) { self.raw = raw }
   deinit { heif_image_release(raw) }

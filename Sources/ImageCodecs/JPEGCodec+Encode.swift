@@ -110,7 +110,8 @@ extension JPEGCodec {
   }
 
   /// Rewrites a JPEG with `tjTransform`, losslessly, copying no markers (so no metadata) —
-  /// only JFIF/DQT/SOF/DHT/SOS/EOI remain. With `perfectOnly` an operation that would drop or
+  /// only JFIF/DQT/SOF/DHT/SOS/EOI remain, and nothing after EOI. libjpeg warnings are judged by
+  /// `JPEGRecovery`. With `perfectOnly` an operation that would drop or
   /// garble partial edge MCUs fails with `.unsupported`; otherwise those edges are trimmed.
   public static func transform(
     _ data: [UInt8], operation: Operation, perfectOnly: Bool = true
@@ -138,12 +139,15 @@ extension JPEGCodec {
     var output: UnsafeMutablePointer<UInt8>? = nil
     var size: UInt = 0
     defer { tjFree(output) }
-    let status = data.withUnsafeBufferPointer { input in
-      tjTransform(
-        handle.raw, input.baseAddress, UInt(input.count), 1, &output, &size, &transform,
-        TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS)
+    try JPEGRecovery.run(data, handle: handle, context: "transform") { flags in
+      // A second try (see `JPEGRecovery`) starts from no output, as the first did.
+      tjFree(output)
+      (output, size) = (nil, 0)
+      return data.withUnsafeBufferPointer { input in
+        tjTransform(handle.raw, input.baseAddress, UInt(input.count), 1, &output, &size, &transform, flags)
+      }
     }
-    guard status == 0, let output else { throw handle.error(data, context: "transform") }
+    guard let output else { throw handle.error(data, context: "transform") }
     return Array(UnsafeBufferPointer(start: output, count: Int(size)))
   }
 

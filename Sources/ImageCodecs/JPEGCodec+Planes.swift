@@ -2,7 +2,7 @@ private import CTurboJPEG
 
 extension JPEGCodec {
   /// Decodes a YCbCr JPEG to its planes, shrinking on load like `decode`; nil when the file is
-  /// not YCbCr (gray, RGB, CMYK, YCCK: use `decode`). Any libjpeg warning fails the decode.
+  /// not YCbCr (gray, RGB, CMYK, YCCK: use `decode`). libjpeg warnings are judged by `JPEGRecovery`.
   public static func decodePlanes(
     _ data: [UInt8], scaleToAtLeast target: (width: Int, height: Int)? = nil
   ) throws -> YCbCrPlanes? {
@@ -43,19 +43,20 @@ extension JPEGCodec {
     let handle = try TJHandle(decompress: ())
     defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
     var strides = planes.map { Int32($0.rowBytes) }
-    let status = y.withUnsafeMutableBufferPointer { yp in
-      cb.withUnsafeMutableBufferPointer { cbp in
-        cr.withUnsafeMutableBufferPointer { crp in
+    try y.withUnsafeMutableBufferPointer { yp in
+      try cb.withUnsafeMutableBufferPointer { cbp in
+        try cr.withUnsafeMutableBufferPointer { crp in
           var pointers: [UnsafeMutablePointer<UInt8>?] = [yp.baseAddress, cbp.baseAddress, crp.baseAddress]
-          return data.withUnsafeBufferPointer { input in
-            tjDecompressToYUVPlanes(
-              handle.raw, input.baseAddress, UInt(input.count), &pointers, Int32(size.width), &strides,
-              Int32(size.height), TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS)
+          try JPEGRecovery.run(data, handle: handle, context: "decode") { flags in
+            data.withUnsafeBufferPointer { input in
+              tjDecompressToYUVPlanes(
+                handle.raw, input.baseAddress, UInt(input.count), &pointers, Int32(size.width), &strides,
+                Int32(size.height), flags)
+            }
           }
         }
       }
     }
-    if status != 0 { throw handle.error(data, context: "decode") }
     func buffer(_ index: Int, _ bytes: [UInt8]) -> PixelBuffer {
       let plane = planes[index]
       return PixelBuffer(

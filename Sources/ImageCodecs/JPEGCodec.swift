@@ -88,7 +88,9 @@ public enum JPEGCodec {
       tjDecompressHeader3(
         handle.raw, buffer.baseAddress, UInt(buffer.count), &width, &height, &subsamp, &colourspace)
     }
-    if status != 0 { throw handle.error(data, context: "header") }
+    // libjpeg warns about stray bytes between the header segments and still reads the header: the
+    // decode judges such warnings (`JPEGRecovery`).
+    if status != 0, !handle.stoppedAtWarning { throw handle.error(data, context: "header") }
     guard width > 0, height > 0 else {
       throw CodecError(.corrupt, codec: codec, "zero dimension \(width)x\(height)")
     }
@@ -125,7 +127,7 @@ public enum JPEGCodec {
   /// Decodes to 8-bit RGB (gray stays gray), shrinking on load to the smallest DCT scale still
   /// ≥ `scaleToAtLeast`. CMYK/YCCK is converted to RGB through `iccProfile` when it is a CMYK
   /// profile (else by formula); RGB and gray profiles are not applied here (see `ColourTransform`).
-  /// Any libjpeg warning (truncation, corrupt data) fails the decode.
+  /// libjpeg warnings are judged by `JPEGRecovery` (truncated or damaged scans fail the decode).
   public static func decode(
     _ data: [UInt8], scaleToAtLeast target: (width: Int, height: Int)? = nil, iccProfile: [UInt8]? = nil
   ) throws -> PixelBuffer {
@@ -150,23 +152,23 @@ public enum JPEGCodec {
       width: size.width, height: size.height, channels: layout.channels, codec: codec)
     let handle = try TJHandle(decompress: ())
     defer { withExtendedLifetime(handle) {} }  // the C calls below use handle.raw
-    // STOPONWARNING: a truncated or damaged scan is an error, not grey padding.
-    // LIMITSCANS: refuse progressive files with absurd scan counts (CPU bomb).
-    let flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS
-    var status: Int32 = 0
-    let bytes = [UInt8](unsafeUninitializedCapacity: rowBytes * size.height) { out, count in
-      status = data.withUnsafeBufferPointer { input in
-        tjDecompress2(
-          handle.raw, input.baseAddress, UInt(input.count), out.baseAddress, Int32(size.width),
-          Int32(rowBytes), Int32(size.height), Int32(format.rawValue), flags)
-      }
+    // Strict first, then `JPEGRecovery`'s rule: a truncated or damaged scan is an error, never
+    // grey padding. LIMITSCANS refuses progressive files with absurd scan counts (CPU bomb).
+    let bytes = try [UInt8](unsafeUninitializedCapacity: rowBytes * size.height) { out, count in
       // A failed decode leaves the buffer partly written: keep none of it (it is discarded).
-      count = status == 0 ? out.count : 0
+      count = 0
+      try JPEGRecovery.run(data, handle: handle, context: "decode") { flags in
+        data.withUnsafeBufferPointer { input in
+          tjDecompress2(
+            handle.raw, input.baseAddress, UInt(input.count), out.baseAddress, Int32(size.width),
+            Int32(rowBytes), Int32(size.height), Int32(format.rawValue), flags)
+        }
+      }
+      count = out.count
     }
-    if status != 0 { throw handle.error(data, context: "decode") }
     let buffer = PixelBuffer(width: size.width, height: size.height, layout: layout, bytes: bytes)
     guard info.isCMYK else { return buffer }
-    return try CMYKConversion.toRGB(buffer, inverted: info.hasAdobeMarker, profile: iccProfile)
+    return try CMYKConversion.toRGB(buffer, profile: iccProfile)
   }
 
   private static func subsampling(_ value: Int32) throws -> JPEGInfo.Subsampling {

@@ -15,7 +15,10 @@ struct JPEGMarkers {
   /// Reads what it can; a malformed or cut segment ends the walk with the facts found so far.
   init(_ data: UnsafeRawBufferPointer) {
     guard var markers = JPEGMarkerReader(data) else { return }
-    while let marker = try? markers.nextMarker() {
+    while true {
+      // Stray bytes between segments are skipped as libjpeg skips them.
+      markers.skipExtraneousBytes()
+      guard let marker = try? markers.nextMarker() else { return }
       // A repeated SOI is skipped like the standalone markers.
       if marker == 0xD8 || JPEGMarkerReader.isStandalone(marker) { continue }
       if marker == 0xDA || marker == 0xD9 { return }

@@ -38,6 +38,27 @@ package struct JPEGMarkerReader {
     return bytes[offset - 1]
   }
 
+  /// Moves `offset` over bytes that cannot start a marker, as libjpeg does before each marker it
+  /// reads (warning "extraneous bytes before marker"): anything up to a 0xFF that is not
+  /// followed by 0x00 (stuffed 0xFF 0x00 pairs are skipped too). Returns how many bytes it
+  /// skipped. Header walks call it; the output verifier does not (our output has none).
+  @discardableResult
+  package mutating func skipExtraneousBytes() -> Int {
+    let start = offset
+    while offset < bytes.count {
+      guard bytes[offset] == 0xFF else {
+        offset += 1
+        continue
+      }
+      var next = offset + 1
+      while next < bytes.count, bytes[next] == 0xFF { next += 1 }
+      // A marker (after any fill bytes), or the data's end: `nextMarker` takes it from here.
+      guard next < bytes.count, bytes[next] == 0x00 else { break }
+      offset = next + 1
+    }
+    return offset - start
+  }
+
   /// The body of the segment whose length field is at `offset`, which moves past the segment.
   package mutating func segmentBody() throws(Stop) -> Range<Int> {
     guard bytes.count - offset >= 2 else { throw .ended }

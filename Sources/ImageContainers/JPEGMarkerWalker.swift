@@ -60,6 +60,8 @@ public enum JPEGMarkerWalker {
       let marker: UInt8
       let range: Range<Int>
       do throws(JPEGMarkerReader.Stop) {
+        // Stray bytes between segments: libjpeg skips them with a warning (`JPEGRecovery`).
+        markers.skipExtraneousBytes()
         marker = try markers.nextMarker()
         // EOI before the first scan: the image was cut.
         if marker == 0xD9 { throw .ended }

@@ -53,4 +53,27 @@ import Testing
       #expect(throws: JPEGMarkerReader.Stop.ended) { try reader.skipEntropyCodedData() }
     }
   }
+
+  @Test func extraneousBytesAreSkippedAsLibjpegSkipsThem() throws {
+    // Stray bytes and a stuffed 0xFF00 pair before a marker with fill bytes; then nothing to
+    // skip; then bytes that run to the end.
+    let bytes: [UInt8] = [0xFF, 0xD8, 1, 2, 0xFF, 0x00, 3, 0xFF, 0xFF, 0xDB, 7, 8]
+    try bytes.withUnsafeBytes { raw in
+      var reader = try #require(JPEGMarkerReader(raw))
+      #expect(reader.skipExtraneousBytes() == 5)
+      #expect(reader.skipExtraneousBytes() == 0)
+      #expect(try reader.nextMarker() == 0xDB)
+      #expect(reader.skipExtraneousBytes() == 2)
+      #expect(throws: JPEGMarkerReader.Stop.notAMarker) { try reader.nextMarker() }
+    }
+  }
+
+  @Test func theHeaderWalkReadsPastStrayBytesBetweenSegments() throws {
+    // SOI, 3 stray bytes, a minimal baseline frame header and a scan header.
+    let frame: [UInt8] = [0xFF, 0xC0, 0x00, 0x0B, 8, 0x00, 0x10, 0x00, 0x20, 1, 1, 0x11, 0]
+    let scan: [UInt8] = [0xFF, 0xDA, 0x00, 0x08, 1, 1, 0, 0, 63, 0]
+    let info = try JPEGMarkerWalker.read([0xFF, 0xD8, 0x12, 0x34, 0x56] + frame + [0x00] + scan)
+    #expect((info.width, info.height, info.components) == (32, 16, 1))
+    #expect(info.firstScanOffset == 5 + frame.count + 1)
+  }
 }

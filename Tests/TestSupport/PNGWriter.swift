@@ -1,14 +1,14 @@
 /// Writes minimal PNGs in test code: stored (uncompressed) deflate blocks, so no zlib is needed.
 /// Fixtures made this way state exactly what they hold.
 public enum PNGWriter {
-  /// An 8- or 16-bit PNG of `colourType` (0 gray, 2 RGB, 6 RGBA) from tightly packed rows
+  /// An 8- or 16-bit PNG of `colourType` (0 gray, 2 RGB, 4 gray+alpha, 6 RGBA) from tightly packed rows
   /// (16-bit samples big-endian).
   /// `idatLimit` cuts the zlib stream to that many bytes (a damaged file with a valid structure).
   public static func png(
     width: Int, height: Int, colourType: UInt8, pixels: [UInt8], bitDepth: UInt8 = 8,
     extraChunks: [(String, [UInt8])] = [], idatLimit: Int? = nil
   ) -> [UInt8] {
-    let channels = (colourType == 6 ? 4 : colourType == 2 ? 3 : 1) * Int(bitDepth / 8)
+    let channels = [2: 3, 4: 2, 6: 4][colourType, default: 1] * Int(bitDepth / 8)
     var raw: [UInt8] = []
     for y in 0..<height {
       raw.append(0)  // filter type None

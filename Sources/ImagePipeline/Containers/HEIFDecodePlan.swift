@@ -40,6 +40,12 @@ public struct HEIFDecodePlan: Sendable {
   /// from the HEVC sequence parameter set when there is one, else `ispe`; a grid's output size.
   public var storedSize: HEIFSize { image.expectedSize }
 
+  /// The bytes libheif's copy of the file gets so that it decodes the layers `a1op`/`lsel`
+  /// select (see `AV1LayerSelection`), for the image and its alpha.
+  var layerSelectionWrites: [AV1LayerSelection.Write] {
+    (image.codedItems + (alpha?.image.codedItems ?? [])).flatMap { $0.layerSelection?.writes ?? [] }
+  }
+
   /// The upright size after every transform, for `storedSize`.
   public var displaySize: HEIFSize {
     geometry(width: storedSize.width, height: storedSize.height).displaySize
@@ -99,6 +105,9 @@ public struct HEIFImagePlan: Sendable {
     return nil
   }
 
+  /// Whether the image is one plane of grey: every coded item is monochrome.
+  public var isMonochrome: Bool { !codedItems.isEmpty && codedItems.allSatisfy(\.isMonochrome) }
+
   /// Whether a decoded frame of `size` is what coded item `index` (of `codedItems`) must give:
   /// a grid tile exactly `tileSize`, a single image exactly `expectedSize` (its SPS size). Any
   /// other frame fails the decode as corrupt: pasting or resizing it would distort the picture.
@@ -128,6 +137,13 @@ public struct HEIFCodedItem: Sendable {
   public var hevcProblem: String?
   /// Essential properties of the item that no decoder here implements.
   public var unknownEssentialProperties: [FourCC]
+  /// `av1C` of an `av01` item, when it is readable.
+  public var av1: AV1Configuration? = nil
+  /// The layers an `av01` item's `a1op`/`lsel` select, when it has either.
+  var layerSelection: AV1LayerSelection? = nil
+
+  /// Whether the item codes one plane: HEVC chroma format 0, or an AV1 `mono_chrome` stream.
+  public var isMonochrome: Bool { hevc?.chromaFormat == 0 || av1?.monochrome == true }
 
   /// The size the decoder will produce: the SPS size (after its conformance window) when the
   /// SPS could be read, else `ispe`, else 0×0.

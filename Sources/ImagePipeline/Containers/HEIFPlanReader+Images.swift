@@ -31,7 +31,8 @@ extension HEIFPlanReader {
     }
   }
 
-  /// A coded item: its data ranges (each checked in bounds), `ispe` and, for `hvc1`, its `hvcC`.
+  /// A coded item: its data ranges (each checked in bounds), `ispe` and, for `hvc1`, its `hvcC`;
+  /// for `av01`, its `av1C` and the layers `a1op`/`lsel` select.
   static func codedItem(_ file: HEIFFile, _ id: UInt32, notes: inout [String]) throws(HEIFRefusal)
     -> HEIFCodedItem
   {
@@ -66,6 +67,16 @@ extension HEIFPlanReader {
       } else {
         coded.hevcProblem = "no hvcC property"
       }
+    }
+    if item.type == FourCC("av01"), let box = file.properties.first(FourCC("av1C"), of: id) {
+      coded.av1 = AV1Configuration.read(file.reader, from: box.body, to: box.end)
+    }
+    if let selection = try AV1LayerSelection.read(file, coded) {
+      coded.layerSelection = selection
+      notes.append(
+        "item \(id): a1op/lsel select operating point \(selection.operatingPoint)"
+          + (selection.layer.map { ", layer \($0)" } ?? "")
+          + " (idc 0x\(String(selection.idc, radix: 16))), given to libheif as operating point 0")
     }
     if let ispe = coded.ispe, let sequence = coded.hevc?.sequence, ispe != sequence.size {
       notes.append(

@@ -1,8 +1,8 @@
 import ImageContainers
 
 /// Work-arounds for Debian 12's libheif 1.15, applied to a copy of the bytes for the libheif path.
-/// Each renames a four-character type in place: every size and offset stays, so the primary image
-/// and its own references decode as before.
+/// Each renames a four-character type in place, or rewrites a few bits: every size and offset
+/// stays, so the primary image and its own references decode as before.
 ///
 /// - iPhone 15/16 (iOS 18): libheif ≥ 1.18 accepts `iref` entries of type `auxl` and `cdsc` that
 ///   point at more than one item (iOS 18 gain maps point at both the primary image and the `tmap`
@@ -14,6 +14,8 @@ import ImageContainers
 ///   `infe` box renamed to `free` (libheif then does not know the item), and the `iref` entries
 ///   pointing at it from items the primary does not use are renamed to `xref` (the primary's own
 ///   references stay whole).
+/// - Layered AVIF: libheif 1.15 ignores `a1op` and `lsel`; the layers they select are written as
+///   the AV1 stream's operating point 0 (see `AV1LayerSelection`).
 public enum HEIFReferencePatch {
   /// The type written over the multi-target entries: not a reference type libheif 1.15 reads.
   public static let neutralType = FourCC("xref")
@@ -36,11 +38,13 @@ public enum HEIFReferencePatch {
   public static func apply(to bytes: UnsafeRawBufferPointer, info: HEIFBoxInfo) -> [UInt8]? {
     let renames =
       info.multiTargetReferenceOffsets.map { Rename(offset: $0, type: neutralType) } + info.libheifRenames
-    guard !renames.isEmpty else { return nil }
+    let writes = info.plan?.layerSelectionWrites ?? []
+    guard !renames.isEmpty || !writes.isEmpty else { return nil }
     var copy = [UInt8](bytes)
     for rename in renames where rename.offset >= 0 && rename.offset + 4 <= copy.count {
       copy.replaceSubrange(rename.offset..<(rename.offset + 4), with: rename.type.bytes)
     }
+    for write in writes where copy.indices.contains(write.offset) { copy[write.offset] = write.byte }
     return copy
   }
 

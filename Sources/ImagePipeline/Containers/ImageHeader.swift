@@ -25,6 +25,9 @@ public struct ImageHeader: Sendable {
   /// Lossless sources (PNG, lossless WebP, GIF) are usually screenshots: encode them 4:4:4.
   public var isLosslessSource: Bool
   public var metadata: MetadataInventory
+  /// The source holds only gray (a one-component JPEG, a gray or gray+alpha PNG, a monochrome
+  /// HEIF/AVIF): the output is one gray component too (a third of the size of 4:4:4 RGB).
+  public var isMonochrome = false
 
   /// Reads the headers of `bytes`, already sniffed as `format`; `limits` bound what the HEIF
   /// reader allocates (items, tiles) before it is checked in full by `SecurityChecker`.
@@ -51,7 +54,7 @@ public struct ImageHeader: Sendable {
       return ImageHeader(
         format: format, width: info.width, height: info.height, container: .jpeg(info), exif: info.exif,
         iccProfile: info.iccProfile, hasAlpha: false, isAnimated: false, isLosslessSource: false,
-        metadata: info.metadata)
+        metadata: info.metadata, isMonochrome: info.components == 1)
     case .png:
       let info: PNGChunkInfo
       do { info = try PNGChunkWalker.read(bytes) } catch {
@@ -60,7 +63,7 @@ public struct ImageHeader: Sendable {
       return ImageHeader(
         format: format, width: info.width, height: info.height, container: .png(info), exif: info.exif,
         iccProfile: nil, hasAlpha: info.hasAlphaChannel, isAnimated: info.isAnimated, isLosslessSource: true,
-        metadata: info.metadata)
+        metadata: info.metadata, isMonochrome: info.colourType == 0 || info.colourType == 4)
     case .webp:
       let info: WebPChunkInfo
       do { info = try WebPReader.read(bytes) } catch {
@@ -103,7 +106,7 @@ public struct ImageHeader: Sendable {
       return ImageHeader(
         format: format, width: stored.width, height: stored.height, container: .heif(info), exif: info.exif,
         iccProfile: info.iccProfile, hasAlpha: info.hasAlpha, isAnimated: false, isLosslessSource: false,
-        metadata: info.metadata)
+        metadata: info.metadata, isMonochrome: info.plan?.image.isMonochrome ?? false)
     case .empty:
       throw .empty()
     case .avifSequence:

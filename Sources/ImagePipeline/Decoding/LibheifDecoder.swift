@@ -1,8 +1,8 @@
 import ImageCodecs
 
-/// HEIF and AVIF through libheif 1.15: the primary image only, as 8-bit RGB(A), with the file's
-/// transformations applied or ignored as the orientation policy decided, after the iPhone 16
-/// `iref` fix. libheif 1.15 cannot be interrupted: `heif_decode_image` runs to its end (its
+/// HEIF and AVIF through libheif 1.15: the primary image only, as 8-bit RGB(A) (a monochrome one
+/// as full-range gray), with the file's transformations applied or ignored as the orientation
+/// policy decided, after the iPhone 16 `iref` fix and with the layers `a1op`/`lsel` select. libheif 1.15 cannot be interrupted: `heif_decode_image` runs to its end (its
 /// decoding options have progress callbacks but no way to cancel; that came in later
 /// versions), so a deadline or a hang-up is noticed only when it returns.
 struct LibheifDecoder: ImageDecoder {
@@ -23,7 +23,8 @@ struct LibheifDecoder: ImageDecoder {
     let options = HEIFCodec.Options(
       ignoreTransformations: request.orientation.ignoreHEIFTransformations,
       decodingThreads: request.configuration.heifThreads,
-      maximumDimension: request.configuration.limits.maxDimension)
+      maximumDimension: request.configuration.limits.maxDimension,
+      monochrome: boxes.plan?.image.isMonochrome ?? false)
     let image = try PipelineError.decoding {
       if let patched { return try HEIFCodec.decode(patched, options: options) }
       return try HEIFCodec.decode(request.input, options: options)

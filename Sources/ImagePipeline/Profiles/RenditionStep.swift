@@ -24,7 +24,7 @@ enum RenditionStep {
     let header = try c.requireHeader()
     c.renditions = try make(
       targets(c.profiles, width: pixels.width, height: pixels.height), from: pixels,
-      subsampling: header.isLosslessSource ? .s444 : .s420,
+      subsampling: header.outputSubsampling,
       quality: c.configuration.quality, checkpoint: c.checkpoint)
   }
 

@@ -1,13 +1,18 @@
 import ImageCodecs
 
 /// Encodes with TurboJPEG: 4:2:0 for photos (from planes when the planar path kept them),
-/// 4:4:4 for lossless sources (screenshots).
+/// 4:4:4 for lossless sources (screenshots), one gray component for gray sources.
 enum EncodeStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
     if let planes = c.planes {
-      // JFIF 4:2:0 planes from `PlanesColour`: encoded as they are.
+      // JFIF 4:2:0 planes from `PlanesColour`: encoded as they are; of a gray source (neutral
+      // chroma), the luma alone.
+      let gray = try c.requireHeader().isMonochrome
       do {
-        c.output = try JPEGCodec.encode(planes: planes, quality: c.configuration.quality)
+        c.output =
+          try gray
+          ? JPEGCodec.encode(planes.luma, quality: c.configuration.quality, subsampling: .gray)
+          : JPEGCodec.encode(planes: planes, quality: c.configuration.quality)
       } catch {
         throw PipelineError(error, while: "encoding")
       }
@@ -17,13 +22,22 @@ enum EncodeStep {
     }
     let pixels = try c.requirePixels()
     let header = try c.requireHeader()
-    let subsampling: JPEGCodec.EncodeSubsampling = header.isLosslessSource ? .s444 : .s420
     do {
-      c.output = try JPEGCodec.encode(pixels, quality: c.configuration.quality, subsampling: subsampling)
+      c.output = try JPEGCodec.encode(
+        pixels, quality: c.configuration.quality, subsampling: header.outputSubsampling)
     } catch {
       throw PipelineError(error, while: "encoding")
     }
     c.pixels = nil
     c.reservation?.release()
+  }
+}
+
+extension ImageHeader {
+  /// How the output (and each rendition) is subsampled: one gray component for a gray source
+  /// (its pixels may be RGB after alpha was flattened onto white: still gray), 4:4:4 for lossless
+  /// sources, else 4:2:0.
+  var outputSubsampling: JPEGCodec.EncodeSubsampling {
+    isMonochrome ? .gray : isLosslessSource ? .s444 : .s420
   }
 }
