@@ -100,6 +100,8 @@ let package = Package(
     // where allowed). SandboxShims wraps the Linux calls Swift cannot make directly.
     .target(name: "SandboxShims"),
     .target(name: "Sandbox", dependencies: ["SandboxShims"]),
+    // The pipeline through the sandbox: its jobs (run by the helper) and the server's side.
+    .target(name: "PipelineSandbox", dependencies: ["ImagePipeline", "ImageCodecs", "Sandbox", "Crypto"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.
@@ -108,7 +110,8 @@ let package = Package(
       dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "SystemCalls", "Uploads"],
       resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
-    .executableTarget(name: "attachd", dependencies: ["App", "PipelineCLI", "ImageCodecs", "Sandbox"]),
+    .executableTarget(
+      name: "attachd", dependencies: ["App", "PipelineCLI", "ImageCodecs", "Sandbox", "PipelineSandbox"]),
 
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -123,7 +126,8 @@ let package = Package(
     .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
     .testTarget(name: "StorageTests", dependencies: ["Storage", "Crypto", "TestSupport"]),
     .testTarget(name: "UploadsTests", dependencies: ["Uploads", "TestSupport"]),
-    .testTarget(name: "SandboxTests", dependencies: ["Sandbox", "TestSupport"]),
+    .testTarget(
+      name: "SandboxTests", dependencies: ["Sandbox", "PipelineSandbox", "ImagePipeline", "TestSupport"]),
     .testTarget(name: "AppTests", dependencies: ["App", "Uploads", "TestSupport"]),
   ]
 )

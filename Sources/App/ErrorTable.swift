@@ -96,6 +96,14 @@ public enum ErrorTable {
     // The client has hung up and will not read this; the status (nginx's "client closed
     // request") is for the access log and the metrics.
     case .cancelled: PublicError(status: 499, code: "cancelled", title: "Client closed the request")
+    // The image itself asks too much of its decoder: retrying will not help.
+    case .decoderMemoryLimit:
+      PublicError(
+        status: 413, code: "decoder_memory_limit", title: "The image needs more memory to decode than allowed")
+    case .sandboxUnavailable:
+      PublicError(
+        status: 503, code: "sandbox_unavailable", title: "The image decoder is restarting",
+        headers: ["Retry-After": "1"])
     // The one 500 code: a pipeline failure reads like any other server fault.
     case .internal: internalError
     }

@@ -216,6 +216,14 @@ public enum HEIFCodec {
   /// Why libheif could not be opened (DelayLoadHeif opens it on this first use), or nil.
   private static let libraryFailure: String? = DelayLoad_heif().map { String(cString: $0) }
   private static let initialised: Void = { _ = heif_init(nil) }()
+
+  /// Opens and initialises libheif now (its plugins scanned), instead of at the first decode;
+  /// why it could not be opened, or nil.
+  static func preload() -> String? {
+    guard libraryFailure == nil else { return libraryFailure }
+    _ = initialised
+    return nil
+  }
 }
 
 /// Owns one heif_context; `deinit` frees it.

@@ -15,6 +15,9 @@ public final class HEVCDecoder {
   /// when it is loaded. Nothing else in the process maps it (`Sources/DelayLoadAVCodec`).
   private static let libraryFailure: String? = DelayLoad_avcodec().map { String(cString: $0) }
 
+  /// Opens libavcodec now instead of at the first decode; why it could not be, or nil.
+  static func preload() -> String? { libraryFailure }
+
   /// Decoder settings.
   public struct Configuration: Sendable, Equatable {
     /// libavcodec threads for one picture, 1…64 (slice threading): they split a picture's

@@ -19,6 +19,10 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
     case memoryBudget = "memory_budget"
     case deadlineExceeded = "deadline_exceeded"
     case cancelled
+    /// The decoder needed more memory than the decode sandbox gives one image.
+    case decoderMemoryLimit = "decoder_memory_limit"
+    /// No decode sandbox is running (it is starting, or restarting after its helper died).
+    case sandboxUnavailable = "sandbox_unavailable"
     /// A failure that is not the input's fault; the one 500 code, shared with the rest of the App.
     case `internal` = "internal_error"
   }
@@ -29,7 +33,8 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
   /// The C library's message or other internal detail, for logs.
   public let detail: String?
 
-  init(_ kind: Kind, _ reason: String, detail: String? = nil) {
+  /// An error of `kind` (the sandboxed pipeline rebuilds the ones its children report).
+  public init(_ kind: Kind, _ reason: String, detail: String? = nil) {
     self.kind = kind
     self.reason = reason
     self.detail = detail

@@ -2,6 +2,11 @@
 public struct StageTiming: Sendable, Equatable {
   public let stage: String
   public let duration: Duration
+
+  public init(stage: String, duration: Duration) {
+    self.stage = stage
+    self.duration = duration
+  }
 }
 
 /// What the pipeline learned about its input: for the stored record, `inspect` and logs.
@@ -24,6 +29,25 @@ public struct SourceInfo: Sendable {
   public var metadataFound: [String]
   /// Kinds of metadata that were dropped (everything found).
   public var metadataStripped: [String]
+
+  public init(
+    format: String, width: Int, height: Int, displayWidth: Int, displayHeight: Int, bytes: Int,
+    orientation: Int,
+    orientationSource: OrientationSource, colourProfile: String?, metadataFound: [String],
+    metadataStripped: [String]
+  ) {
+    self.format = format
+    self.width = width
+    self.height = height
+    self.displayWidth = displayWidth
+    self.displayHeight = displayHeight
+    self.bytes = bytes
+    self.orientation = orientation
+    self.orientationSource = orientationSource
+    self.colourProfile = colourProfile
+    self.metadataFound = metadataFound
+    self.metadataStripped = metadataStripped
+  }
 }
 
 /// The pipeline's result: a clean JPEG and the facts about its source.
@@ -38,4 +62,17 @@ public struct ProcessedImage: Sendable {
   /// The model-profile renditions asked for (none for a profile of the output's own size).
   public var renditions: [ProfileRendition] = []
   public var timings: [StageTiming]
+
+  public init(
+    jpeg: [UInt8], width: Int, height: Int, source: SourceInfo, losslessTransform: Bool,
+    renditions: [ProfileRendition] = [], timings: [StageTiming]
+  ) {
+    self.jpeg = jpeg
+    self.width = width
+    self.height = height
+    self.source = source
+    self.losslessTransform = losslessTransform
+    self.renditions = renditions
+    self.timings = timings
+  }
 }

@@ -85,9 +85,10 @@ public enum ProcessCLI {
   public static func exitCode(for error: PipelineError) -> Int32 {
     switch error.kind {
     case .internal: exitInternal
-    case .memoryBudget, .deadlineExceeded, .cancelled: exitTryAgain
+    case .memoryBudget, .deadlineExceeded, .cancelled, .sandboxUnavailable: exitTryAgain
     case .empty, .unsupportedFormat, .unsupportedJPEGPrecision, .animatedUnsupported, .tooLargeBytes,
-      .pixelLimit, .dimensionLimit, .tooManyItems, .metadataTooLarge, .corrupt, .truncated:
+      .pixelLimit, .dimensionLimit, .tooManyItems, .metadataTooLarge, .corrupt, .truncated,
+      .decoderMemoryLimit:
       exitBadInput
     }
   }

@@ -13,7 +13,8 @@ enum DecoderPolicy {
     let own = descriptors.map { UInt32(bitPattern: $0) }
     // Reading and writing only what it was handed (it reads its input through a mapping, and
     // writes its output into one; the diagnostics pipe takes the runtime's crash messages).
-    for call in [SYS_read, SYS_write, SYS_pread64, SYS_pwrite64, SYS_readv, SYS_writev, SYS_lseek, SYS_fstat] {
+    for call in [SYS_read, SYS_write, SYS_pread64, SYS_pwrite64, SYS_readv, SYS_writev, SYS_lseek, SYS_fstat]
+    {
       filter.add(Int32(call), .allowIfOneOf(argument: 0, values: own))
     }
     filter.add(Int32(SYS_close))
@@ -37,14 +38,17 @@ enum DecoderPolicy {
       filter.add(Int32(call))
     }
     // Thread names (PR_SET_NAME, PR_GET_NAME), nothing else of prctl.
-    filter.add(Int32(SYS_prctl), .allowIfOneOf(argument: 0, values: [UInt32(PR_SET_NAME), UInt32(PR_GET_NAME)]))
+    filter.add(
+      Int32(SYS_prctl), .allowIfOneOf(argument: 0, values: [UInt32(PR_SET_NAME), UInt32(PR_GET_NAME)]))
     // Reading its own limits (pthread_create asks for the stack limit), never setting one.
     filter.add(Int32(SYS_prlimit64), .allowIfNull(argument: 2))
     // Signals to itself only (abort, a thread's own).
     filter.add(Int32(SYS_tgkill), .allowIfOneOf(argument: 0, values: [UInt32(bitPattern: pid)]))
     filter.add(Int32(SYS_kill), .allowIfOneOf(argument: 0, values: [UInt32(bitPattern: pid)]))
     // NUMA probes (libnuma through x265): no NUMA here.
-    for call in [SYS_set_mempolicy, SYS_get_mempolicy, SYS_mbind] { filter.add(Int32(call), .fail(errno: ENOSYS)) }
+    for call in [SYS_set_mempolicy, SYS_get_mempolicy, SYS_mbind] {
+      filter.add(Int32(call), .fail(errno: ENOSYS))
+    }
     return filter
   }
 }

@@ -170,6 +170,7 @@ struct HelperLoop {
     var value: Int32 = 0
     if SandboxShims_exited(status, &value) != 0 { exit.code = value }
     if SandboxShims_signaled(status, &value) != 0 { exit.signal = value }
+    exit.pid = child.pid
     exit.killedByHelper = child.killed
     exit.cpuMicroseconds =
       UInt64(max(0, usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)) * 1_000_000

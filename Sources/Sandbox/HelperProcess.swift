@@ -40,9 +40,12 @@ final class HelperProcess: Sendable {
 
   /// Spawns the helper. Call from a thread that lives as long as the helper may: the helper is
   /// killed when the thread that spawned it ends (`PR_SET_PDEATHSIG`).
-  init(configuration: SandboxConfiguration, onGone: @escaping @Sendable (HelperProcess, String) -> Void) throws(SandboxError) {
+  init(configuration: SandboxConfiguration, onGone: @escaping @Sendable (HelperProcess, String) -> Void)
+    throws(SandboxError)
+  {
     var pair: [Int32] = [-1, -1]
-    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0
+    else {
       throw .system("socketpair", errno)
     }
     let arguments = [configuration.executable] + configuration.helperArguments + configuration.helperSettings

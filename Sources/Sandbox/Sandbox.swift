@@ -125,7 +125,9 @@ public final class Sandbox: Sendable {
     case nil: throw .unavailable("the sandbox helper did not answer")
     }
     let outcome = SandboxOutcome(exit, memoryLimit: configuration.memoryLimit)
-    if outcome == .violation || (configuration.recycleAfter > 0 && helper.started >= configuration.recycleAfter) {
+    if outcome == .violation
+      || (configuration.recycleAfter > 0 && helper.started >= configuration.recycleAfter)
+    {
       replaceHelper()
     }
     var output: [UInt8] = []

@@ -36,9 +36,15 @@ struct HelperSettings: Equatable {
     while let flag = rest.popFirst() {
       guard let value = rest.popFirst() else { return nil }
       switch flag {
-      case "--memory": guard let n = Int(value), n > 0 else { return nil }; memoryLimit = n
-      case "--cpu": guard let n = Int(value), n > 0 else { return nil }; cpuSeconds = n
-      case "--uid": guard let n = UInt32(value) else { return nil }; unprivilegedID = n
+      case "--memory":
+        guard let n = Int(value), n > 0 else { return nil }
+        memoryLimit = n
+      case "--cpu":
+        guard let n = Int(value), n > 0 else { return nil }
+        cpuSeconds = n
+      case "--uid":
+        guard let n = UInt32(value) else { return nil }
+        unprivilegedID = n
       default: return nil
       }
     }

@@ -21,6 +21,10 @@ public enum SandboxHelper {
     guard let settings = HelperSettings(arguments) else { fatal("attachd sandbox helper: bad arguments") }
     _ = SandboxShims_closeFrom(socketDescriptor + 1)
     _ = SandboxShims_parentDeathSignal(SIGKILL)
+    // Time zone data is read from /etc/localtime at the first local-time call (lcms2 stamps the
+    // date of a profile it builds): the helper's clock is UTC, settled now, so no child opens it.
+    setenv("TZ", "UTC", 1)
+    tzset()
     for job in jobs { job.prepare() }
     var layers = SandboxLayers()
     do {

@@ -9,7 +9,8 @@ public struct SandboxJob: Sendable {
   public let prepare: @Sendable () -> Void
   /// Runs in the locked-down child: read `input`, write the result into `output`. A thrown or
   /// crashed job is a failed child; a job that wants to report a refusal writes it as output.
-  public let run: @Sendable (_ input: UnsafeRawBufferPointer, _ parameters: [UInt8], _ output: inout SandboxOutput) -> Void
+  public let run:
+    @Sendable (_ input: UnsafeRawBufferPointer, _ parameters: [UInt8], _ output: inout SandboxOutput) -> Void
 
   public init(
     name: String, prepare: @escaping @Sendable () -> Void = {},

@@ -71,6 +71,8 @@ public struct SandboxExit: Sendable, Equatable {
   public var code: Int32?
   /// The signal that ended it, when one did.
   public var signal: Int32?
+  /// Its pid (in the helper's PID namespace, when it has one): no two jobs share one.
+  public var pid: Int32 = 0
   /// Whether the helper killed it (its deadline passed, or its client left).
   public var killedByHelper = false
   /// CPU time it used, microseconds (user + system).
@@ -94,6 +96,7 @@ public struct SandboxExit: Sendable, Equatable {
     out.u32(UInt32(bitPattern: code ?? 0))
     out.byte(signal == nil ? 0 : 1)
     out.u32(UInt32(bitPattern: signal ?? 0))
+    out.u32(UInt32(bitPattern: pid))
     out.byte(killedByHelper ? 1 : 0)
     out.u64(cpuMicroseconds)
     out.u64(maxResidentKiB)
@@ -109,12 +112,15 @@ public struct SandboxExit: Sendable, Equatable {
     let hasSignal = try reader.byte() != 0
     let signal = Int32(bitPattern: try reader.u32())
     self.signal = hasSignal ? signal : nil
+    pid = Int32(bitPattern: try reader.u32())
     killedByHelper = try reader.byte() != 0
     cpuMicroseconds = try reader.u64()
     maxResidentKiB = try reader.u64()
     forkNanoseconds = try reader.u64()
     runNanoseconds = try reader.u64()
     diagnostics = try reader.bytes()
-    guard diagnostics.count <= Self.maximumDiagnostics else { throw .protocolViolation("diagnostics too long") }
+    guard diagnostics.count <= Self.maximumDiagnostics else {
+      throw .protocolViolation("diagnostics too long")
+    }
   }
 }

@@ -78,66 +78,71 @@ enum SandboxWire {
   }
 }
 
-/// Appends little-endian fields.
-struct WireWriter {
-  var buffer: [UInt8] = []
+/// Appends little-endian fields (the sandbox's messages, and the jobs' own parameters and
+/// results).
+public struct WireWriter {
+  public var buffer: [UInt8] = []
 
-  mutating func byte(_ value: UInt8) { buffer.append(value) }
+  public init() {}
 
-  mutating func u32(_ value: UInt32) {
+  public mutating func byte(_ value: UInt8) { buffer.append(value) }
+
+  public mutating func u32(_ value: UInt32) {
     for shift in stride(from: 0, to: 32, by: 8) { buffer.append(UInt8(truncatingIfNeeded: value >> shift)) }
   }
 
-  mutating func u64(_ value: UInt64) {
+  public mutating func u64(_ value: UInt64) {
     for shift in stride(from: 0, to: 64, by: 8) { buffer.append(UInt8(truncatingIfNeeded: value >> shift)) }
   }
 
-  mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
+  public mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
 
   /// A length-prefixed byte string.
-  mutating func bytes(_ value: [UInt8]) {
+  public mutating func bytes(_ value: [UInt8]) {
     u32(UInt32(value.count))
     buffer += value
   }
 
-  mutating func string(_ value: String) { bytes(Array(value.utf8)) }
+  public mutating func string(_ value: String) { bytes(Array(value.utf8)) }
 }
 
 /// Reads what `WireWriter` wrote; any short read is a protocol violation.
-struct WireReader {
+public struct WireReader {
   private let buffer: [UInt8]
   private var offset = 0
 
-  init(_ buffer: [UInt8]) { self.buffer = buffer }
+  public init(_ buffer: [UInt8]) { self.buffer = buffer }
 
-  var isAtEnd: Bool { offset == buffer.count }
+  public var isAtEnd: Bool { offset == buffer.count }
 
-  mutating func byte() throws(SandboxError) -> UInt8 {
+  public mutating func byte() throws(SandboxError) -> UInt8 {
     guard offset < buffer.count else { throw .protocolViolation("message too short") }
     defer { offset += 1 }
     return buffer[offset]
   }
 
-  mutating func u32() throws(SandboxError) -> UInt32 {
+  public mutating func u32() throws(SandboxError) -> UInt32 {
     var value: UInt32 = 0
     for shift in stride(from: 0, to: 32, by: 8) { value |= UInt32(try byte()) << shift }
     return value
   }
 
-  mutating func u64() throws(SandboxError) -> UInt64 {
+  public mutating func u64() throws(SandboxError) -> UInt64 {
     var value: UInt64 = 0
     for shift in stride(from: 0, to: 64, by: 8) { value |= UInt64(try byte()) << shift }
     return value
   }
 
-  mutating func i64() throws(SandboxError) -> Int64 { Int64(bitPattern: try u64()) }
+  public mutating func i64() throws(SandboxError) -> Int64 { Int64(bitPattern: try u64()) }
 
-  mutating func bytes() throws(SandboxError) -> [UInt8] {
+  public mutating func bytes() throws(SandboxError) -> [UInt8] {
     let count = Int(try u32())
     guard count <= buffer.count - offset else { throw .protocolViolation("field past the message") }
     defer { offset += count }
     return Array(buffer[offset..<(offset + count)])
   }
 
-  mutating func string() throws(SandboxError) -> String { String(decoding: try bytes(), as: UTF8.self) }
+  public mutating func string() throws(SandboxError) -> String {
+    String(decoding: try bytes(), as: UTF8.self)
+  }
 }

@@ -141,7 +141,7 @@ extension Connection {
     exchange?.status = response.status
     // The request's work is done (its answer is here): what it held goes back before the client
     // can read the answer and send the next request.
-    exchange?.scope?.endRequest()
+    exchange?.scope?.answered()
     switch response.body {
     case .empty: break
     case .bytes(let bytes):
@@ -294,7 +294,7 @@ extension Connection {
   func finishExchange(complete: Bool) {
     guard let finished = exchange else { return }
     exchange = nil
-    finished.scope?.endRequest()
+    finished.scope?.ended()
     loop.server.handler.completed(
       CompletedRequest(
         method: finished.method, target: finished.target, status: finished.status, isComplete: complete,

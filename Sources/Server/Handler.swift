@@ -16,8 +16,8 @@ import HTTP
 //                                                                c.aborted; the answer goes
 //                                                                through the handle
 //   … the response is written (bytes, a file with sendfile, or a stream pulled from a producer)
-//   the request's resources (`RequestContext.hold`) released once: its final response is queued
-//     (or its connection closed) and no work it handed to a pool is still running
+//   the request's resources (`RequestContext.hold`) released once: when its final response is
+//     queued, or (never answered) once its connection is done and no work of it still runs
 //   completed(_:) once, on the event loop: status, bytes, duration, the handler's labels.
 //
 // Conditions the server meets on its own (bad request, slow client, overload) are turned into
@@ -74,9 +74,10 @@ public struct RequestContext: Sendable {
   public init(remoteAddress: String) { self.remoteAddress = remoteAddress }
 
   /// Makes the request own `resource` (an upload slot, say): the server releases it exactly
-  /// once, when the request is over — its final response queued or its connection closed —
-  /// and no work it handed to a pool (`offload`, `RequestHandle.execute`) is still running.
-  /// Nobody else releases it, so no path can forget it or release it twice.
+  /// once, when the request's final response is queued (before the client can read it), or,
+  /// for a request never answered (its client left), once its connection is done with it and
+  /// no work it handed to a pool (`offload`, `RequestHandle.execute`) still runs. Nobody else
+  /// releases it, so no path can forget it or release it twice.
   public mutating func hold(_ resource: any RequestResource) { resources.append(resource) }
 }
 
@@ -174,8 +175,8 @@ public protocol RequestHandle: Sendable {
   @discardableResult
   func offload(_ pool: Pool, _ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool
   /// Runs blocking `work` for this request on the upload I/O threads, answering nothing (a
-  /// writer's flush or close); never refused, and run even after the client has gone. The
-  /// request's resources are held until it returns.
+  /// writer's flush or close); never refused, and run even after the client has gone. A request
+  /// never answered keeps its resources until it returns.
   func execute(_ work: @escaping @Sendable () -> Void)
   /// Reads the body again after a `.pause`. Called from inside `body(_:)` it has no effect.
   func resumeReading()

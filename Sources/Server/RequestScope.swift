@@ -1,16 +1,27 @@
 import Synchronization
 
-/// The lifetime of one request's resources (`RequestContext.hold`): one hold for the request
-/// itself, ended when its final response is queued or its connection closes, and one for each
-/// job it handed to a pool while that job runs. The resources are released when the last hold
-/// ends — exactly once, on whichever thread that is.
+/// The lifetime of one request's resources (`RequestContext.hold`). They are released exactly
+/// once, on whichever thread gets there:
+/// - when the request's final response is queued — before the client can read it and send its
+///   next request, even if the work that sent it is still returning;
+/// - or, when no response ever is (the client left first), once the connection is done with the
+///   request and no work it handed to a pool (`offload`, `execute`) still runs.
 final class RequestScope: Sendable {
   private struct State {
     var resources: [any RequestResource]
-    /// The request's own hold plus running jobs.
-    var holds = 1
-    /// The request's own hold has ended.
-    var requestEnded = false
+    /// Jobs of the request running on a pool.
+    var jobs = 0
+    /// The connection is done with the request (answered, or gone).
+    var ended = false
+    var released = false
+
+    /// The resources, once, when nothing holds them any more.
+    mutating func releaseIf(_ condition: Bool) -> [any RequestResource] {
+      guard condition, !released else { return [] }
+      released = true
+      defer { resources = [] }
+      return resources
+    }
   }
 
   private let state: Mutex<State>
@@ -19,32 +30,36 @@ final class RequestScope: Sendable {
     state = Mutex(State(resources: resources))
   }
 
-  /// A job starts: the resources stay until `leave`.
+  /// A job starts.
   func enter() {
-    state.withLock { $0.holds += 1 }
+    state.withLock { $0.jobs += 1 }
   }
 
   /// A job finished.
   func leave() {
-    release(state.withLock { Self.drop(&$0) })
+    release(
+      state.withLock { state in
+        state.jobs -= 1
+        return state.releaseIf(state.ended && state.jobs == 0)
+      })
   }
 
-  /// The request is over (its final response queued, or its connection closed); later calls
-  /// do nothing.
-  func endRequest() {
-    let released = state.withLock { state -> [any RequestResource] in
-      guard !state.requestEnded else { return [] }
-      state.requestEnded = true
-      return Self.drop(&state)
-    }
-    release(released)
+  /// The request's final response is being queued: its resources go back now.
+  func answered() {
+    release(
+      state.withLock { state in
+        state.ended = true
+        return state.releaseIf(true)
+      })
   }
 
-  private static func drop(_ state: inout State) -> [any RequestResource] {
-    state.holds -= 1
-    guard state.holds == 0 else { return [] }
-    defer { state.resources = [] }
-    return state.resources
+  /// The connection is done with the request (it may have been answered, or the client left).
+  func ended() {
+    release(
+      state.withLock { state in
+        state.ended = true
+        return state.releaseIf(state.jobs == 0)
+      })
   }
 
   private func release(_ resources: [any RequestResource]) {

@@ -2,6 +2,7 @@
 // service itself is wired up in the App module.
 import App
 import Foundation
+import PipelineSandbox
 import Sandbox
 
 /// What every subcommand shares: usage text, exit statuses, printing to standard error.
@@ -63,6 +64,6 @@ enum CLI {
 
 // The sandbox helper runs before anything else can start a thread: it forks.
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sandbox-helper" {
-  SandboxHelper.run(arguments: Array(CommandLine.arguments.dropFirst(2)), jobs: SandboxProbes.all)
+  SandboxHelper.run(arguments: Array(CommandLine.arguments.dropFirst(2)), jobs: PipelineJobs.all)
 }
 exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst())))

@@ -1,8 +1,8 @@
 import Foundation
-import Synchronization
 import Glibc
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 @testable import Sandbox
 
@@ -23,7 +23,8 @@ struct SandboxTests {
   }
 
   static func run(
-    _ sandbox: Sandbox, _ job: String, input: [UInt8] = [], parameters: String = "", deadline: Duration = .seconds(20)
+    _ sandbox: Sandbox, _ job: String, input: [UInt8] = [], parameters: String = "",
+    deadline: Duration = .seconds(20)
   ) throws -> SandboxRun {
     try input.withUnsafeBytes {
       try sandbox.run(
@@ -93,7 +94,9 @@ struct SandboxTests {
     #expect(layers.uid != 0)
     if getuid() == 0 { #expect(layers.droppedRoot && layers.uid == 65534) }
     let probe = try Self.run(sandbox, "probe.identity")
-    #expect(probe.outcome == .finished, "\(probe.outcome) \(String(decoding: probe.exit.diagnostics, as: UTF8.self))")
+    #expect(
+      probe.outcome == .finished,
+      "\(probe.outcome) \(String(decoding: probe.exit.diagnostics, as: UTF8.self))")
     let first = String(decoding: probe.output, as: UTF8.self)
     let second = String(decoding: try Self.run(sandbox, "probe.identity").output, as: UTF8.self)
     #expect(first.hasPrefix("uid \(layers.uid) pid "))

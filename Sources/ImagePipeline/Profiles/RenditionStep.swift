@@ -6,6 +6,13 @@ public struct ProfileRendition: Sendable {
   public var jpeg: [UInt8]
   public var width: Int
   public var height: Int
+
+  public init(profile: ModelProfile, jpeg: [UInt8], width: Int, height: Int) {
+    self.profile = profile
+    self.jpeg = jpeg
+    self.width = width
+    self.height = height
+  }
 }
 
 /// Makes the renditions an upload asked for, in the same run as its default output.
