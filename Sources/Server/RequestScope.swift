@@ -3,8 +3,9 @@ import Synchronization
 /// The lifetime of one request's resources (`RequestContext.hold`): one hold for the request
 /// itself, ended when its final response is queued or its connection closes, and one for each
 /// job it handed to a pool while that job runs. The resources are released when the last hold
-/// ends — exactly once, on whichever thread that is.
-final class RequestScope: Sendable {
+/// ends — exactly once, on whichever thread that is. `package`: the test client's in-process
+/// mode keeps the same rule with this type.
+package final class RequestScope: Sendable {
   private struct State {
     var resources: [any RequestResource]
     /// The request's own hold plus running jobs.
@@ -15,23 +16,23 @@ final class RequestScope: Sendable {
 
   private let state: Mutex<State>
 
-  init(resources: [any RequestResource]) {
+  package init(resources: [any RequestResource]) {
     state = Mutex(State(resources: resources))
   }
 
   /// A job starts: the resources stay until `leave`.
-  func enter() {
+  package func enter() {
     state.withLock { $0.holds += 1 }
   }
 
   /// A job finished.
-  func leave() {
+  package func leave() {
     release(state.withLock { Self.drop(&$0) })
   }
 
   /// The request is over (its final response queued, or its connection closed); later calls
   /// do nothing.
-  func endRequest() {
+  package func endRequest() {
     let released = state.withLock { state -> [any RequestResource] in
       guard !state.requestEnded else { return [] }
       state.requestEnded = true
