@@ -53,7 +53,8 @@ final class InProcessConnection: TestWire, @unchecked Sendable {
   let handler: any HTTPHandler
   let remoteAddress: String
   let output = InProcessPipe()
-  private let timeout: Double
+  // Read on the test's thread only.
+  private var timeout: Double
   private let clientClosed = Atomic<Bool>(false)
   private var parser = HTTPRequestParser()
   private var pending: [UInt8] = []
@@ -108,6 +109,16 @@ final class InProcessConnection: TestWire, @unchecked Sendable {
   }
 
   func receive() throws(TestClientError) -> [UInt8]? { try output.read(timeout: timeout) }
+
+  func sendSome(_ bytes: [UInt8]) -> Int {
+    (try? send(bytes)) == nil ? 0 : bytes.count
+  }
+
+  /// The handler cannot tell a FIN from a close before its answer (the server takes either as
+  /// the client gone): the request ends, and what was answered can still be read.
+  func finishSending() { close(reset: false) }
+
+  func setTimeout(_ timeout: Double) { self.timeout = timeout }
 
   func close(reset: Bool) {
     guard !clientClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }

@@ -5,6 +5,12 @@ import Glibc
 protocol TestWire: AnyObject, Sendable {
   /// Sends every byte (or throws).
   func send(_ bytes: [UInt8]) throws(TestClientError)
+  /// Sends as much of `bytes` as the server takes within the timeout; returns how much went.
+  func sendSome(_ bytes: [UInt8]) -> Int
+  /// Ends the client's sending side (a FIN) and keeps reading.
+  func finishSending()
+  /// Changes how long a read or write may wait.
+  func setTimeout(_ timeout: Double)
   /// The next bytes the server sent; nil once it has closed the connection (EOF or reset).
   /// Throws when nothing came within the timeout.
   func receive() throws(TestClientError) -> [UInt8]?
@@ -56,13 +62,23 @@ final class LiveWire: TestWire, @unchecked Sendable {
   }
 
   func send(_ bytes: [UInt8]) throws(TestClientError) {
+    let sent = sendSome(bytes)
+    if sent < bytes.count { throw TestClientError("send failed after \(sent) bytes: errno \(errno)") }
+  }
+
+  func sendSome(_ bytes: [UInt8]) -> Int {
     var sent = 0
     while sent < bytes.count {
       let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
       if n < 0 && errno == EINTR { continue }
-      if n <= 0 { throw TestClientError("send failed: errno \(errno)") }
+      if n <= 0 { break }
       sent += n
     }
+    return sent
+  }
+
+  func finishSending() {
+    shutdown(fd, Int32(SHUT_WR))
   }
 
   func receive() throws(TestClientError) -> [UInt8]? {

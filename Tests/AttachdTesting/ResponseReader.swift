@@ -12,6 +12,13 @@ struct ResponseReader {
 
   mutating func discardUnread() { buffer = [] }
 
+  /// Up to `count` unread bytes, taken as they are.
+  mutating func take(_ count: Int) -> [UInt8] {
+    let taken = Array(buffer.prefix(count))
+    buffer.removeFirst(taken.count)
+    return taken
+  }
+
   /// The next response once it is whole in the buffer; nil while bytes are missing. `atEOF`:
   /// no more bytes will come, so a body without framing ends here (and a cut one is an error).
   mutating func next(forHead: Bool, atEOF: Bool) throws(TestClientError) -> TestResponse? {
@@ -65,11 +72,13 @@ struct ResponseReader {
     return TestResponse(status: status, headers: headers, head: text)
   }
 
-  /// The decoded body and where its last chunk (and trailers) end; nil while incomplete.
+  /// The decoded body and where its last chunk (and trailers) end; nil while incomplete. The
+  /// chunks are walked first without copying, so a long body arriving in many reads is
+  /// decoded once.
   private static func chunkedBody(_ bytes: [UInt8], from start: Int) throws(TestClientError) -> (
     [UInt8], Int
   )? {
-    var body: [UInt8] = []
+    var chunks: [Range<Int>] = []
     var position = start
     while true {
       guard let lineEnd = find([13, 10], in: bytes, from: position) else { return nil }
@@ -78,18 +87,21 @@ struct ResponseReader {
         throw TestClientError("bad chunk size \(line)")
       }
       position = lineEnd + 2
-      if size == 0 {
-        // Trailer fields, then the empty line.
-        while true {
-          guard let end = find([13, 10], in: bytes, from: position) else { return nil }
-          if end == position { return (body, end + 2) }
-          position = end + 2
-        }
-      }
+      if size == 0 { break }
       guard bytes.count >= position + size + 2 else { return nil }
-      body += bytes[position..<(position + size)]
+      chunks.append(position..<(position + size))
       position += size + 2
     }
+    // Trailer fields, then the empty line.
+    while true {
+      guard let end = find([13, 10], in: bytes, from: position) else { return nil }
+      if end == position { break }
+      position = end + 2
+    }
+    var body: [UInt8] = []
+    body.reserveCapacity(chunks.reduce(0) { $0 + $1.count })
+    for chunk in chunks { body += bytes[chunk] }
+    return (body, position + 2)
   }
 
   private static func find(_ pattern: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One connection to the application, in either mode of `TestClient`: the test writes request
 /// bytes itself (any header spelling, a body cut anywhere) and reads every response, interim
 /// (1xx) ones included. Every read is bounded by the client's timeout.
@@ -8,6 +10,8 @@ public final class TestConnection: @unchecked Sendable {
   private let wire: any TestWire
   private var reader = ResponseReader()
   private var atEOF = false
+  /// Microseconds to wait before each read: a slow reader.
+  public var readDelay: UInt32 = 0
 
   init(wire: any TestWire) {
     self.wire = wire
@@ -17,8 +21,12 @@ public final class TestConnection: @unchecked Sendable {
 
   /// A connection to a server on 127.0.0.1:`port` whose reads and writes give up after
   /// `timeout` seconds (what `TestClient(.live(port:)).connect()` makes, with its own limit).
-  public static func live(port: Int, timeout: Double = 10) throws -> TestConnection {
-    TestConnection(wire: try LiveWire(port: port, timeout: timeout))
+  /// `receiveBuffer` (bytes) keeps the kernel from buffering much of an answer a test reads
+  /// slowly.
+  public static func live(port: Int, timeout: Double = 10, receiveBuffer: Int32? = nil) throws
+    -> TestConnection
+  {
+    TestConnection(wire: try LiveWire(port: port, timeout: timeout, receiveBuffer: receiveBuffer))
   }
 
   /// A request head: the request line, the fields (`Name: value` each) and the blank line.
@@ -33,6 +41,15 @@ public final class TestConnection: @unchecked Sendable {
   public func send(_ bytes: [UInt8]) throws {
     try wire.send(bytes)
   }
+
+  /// Sends as much of `bytes` as the server takes within the timeout; returns how much went.
+  public func sendSome(_ bytes: [UInt8]) -> Int { wire.sendSome(bytes) }
+
+  /// Ends the sending side (a FIN) and keeps reading: the server may take it as the client gone.
+  public func finishSending() { wire.finishSending() }
+
+  /// Changes how long a read or write may wait.
+  public func setTimeout(_ timeout: Double) { wire.setTimeout(timeout) }
 
   /// Ends the connection: a FIN, or with `reset` an RST. A request still being sent or
   /// answered is abandoned, as by a client that leaves.
@@ -60,6 +77,13 @@ public final class TestConnection: @unchecked Sendable {
     }
   }
 
+  /// Up to `count` bytes of whatever comes next, as they are (at least one unless the server
+  /// closed the connection).
+  public func readSome(_ count: Int) throws -> [UInt8] {
+    if reader.unread.isEmpty { try fill() }
+    return reader.take(count)
+  }
+
   /// True when the server closes the connection within the timeout; bytes that arrive before
   /// are dropped.
   public func isClosedByPeer() -> Bool {
@@ -75,6 +99,7 @@ public final class TestConnection: @unchecked Sendable {
 
   private func fill() throws(TestClientError) {
     guard !atEOF else { return }
+    if readDelay > 0 { usleep(readDelay) }
     if let bytes = try wire.receive() {
       reader.append(bytes)
     } else {

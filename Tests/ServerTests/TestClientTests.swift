@@ -2,6 +2,7 @@ import AttachdTesting
 import Foundation
 import HTTP
 import Server
+import Synchronization
 import Testing
 
 /// The test client itself: its two modes give the same answer to the same request on the same
@@ -35,8 +36,8 @@ struct TestClientTests {
       method: "POST", target: "/echo",
       body: .chunked([Array("abc".utf8), TestHandler.pattern(70_000)], trailers: ["Checksum": "x"])),
     Request(method: "POST", target: "/interim", body: .bytes(Array("x".utf8))),
-    Request(method: "GET", target: "/stream?size=200000&chunk=30000"),
-    Request(method: "GET", target: "/stream?size=1000&chunk=300&known=1"),
+    Request(method: "GET", target: "/chunks?200000"),
+    Request(method: "GET", target: "/chunks?1000&known"),
     Request(method: "POST", target: "/limited", body: .bytes(TestHandler.pattern(2000))),
     Request(
       method: "POST", target: "/pause?at=start&resume=20", headers: ["Expect": "100-continue"],
@@ -54,7 +55,7 @@ struct TestClientTests {
 
   @Test(arguments: requests)
   func bothModesGiveTheSameAnswerToTheSameRequest(_ request: Request) throws {
-    let handler = TestHandler()
+    let handler = StreamingHandler()
     let live = try LiveServer(handler: handler)
     defer { live.stop() }
     let inProcess = TestClient(.inProcess(handler))
@@ -172,4 +173,46 @@ struct TestClientTests {
     #expect(completions.map(\.route) == ["/hello", "/echo"])
     #expect(completions.allSatisfy { $0.isComplete })
   }
+}
+
+/// `TestHandler`, plus `/chunks?<n>[&known]`: `n` pattern bytes streamed in chunks of 30 000
+/// from another thread, with the length announced or chunked (`PatternProducer` keeps a
+/// counter of its own for `ServerStreamingTests`, which runs alongside).
+struct StreamingHandler: HTTPHandler {
+  let base = TestHandler()
+
+  /// Hands out its chunks one per demand, from a queue of its own.
+  final class Chunks: ResponseBodyProducer {
+    let chunks: Mutex<[[UInt8]]>
+    init(_ bytes: [UInt8]) {
+      chunks = Mutex(
+        stride(from: 0, to: bytes.count, by: 30_000).map { Array(bytes[$0..<min(bytes.count, $0 + 30_000)]) })
+    }
+    func produce(into sink: any ResponseBodySink) {
+      DispatchQueue.global().async { [self] in
+        if let next = chunks.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+          sink.write(next)
+        } else {
+          sink.finish()
+        }
+      }
+    }
+    func stop() {}
+  }
+
+  func head(_ head: HTTPRequestHead, context: inout RequestContext) -> HeadDecision {
+    guard head.path == "/chunks", let query = head.query else { return base.head(head, context: &context) }
+    let size = Int(query.split(separator: "&")[0]) ?? 0
+    let length = query.hasSuffix("&known") ? UInt64(size) : nil
+    context.responseHeaders.add(name: "X-Request-Id", value: head.headers.first(name: "X-Request-Id") ?? "-")
+    return .offload { _ in
+      HTTPResponse(status: 200, body: .stream(length: length, producer: Chunks(TestHandler.pattern(size))))
+    }
+  }
+
+  func response(for condition: ServerCondition, context: inout RequestContext) -> HTTPResponse {
+    base.response(for: condition, context: &context)
+  }
+
+  func completed(_ request: CompletedRequest) { base.completed(request) }
 }
