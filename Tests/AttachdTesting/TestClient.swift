@@ -62,6 +62,12 @@ public final class TestClient: Sendable {
     if case .inProcess(_, _, let pools) = transport { pools.shutdown() }
   }
 
+  /// In-process: work on the client's `Pool.cpu`, queued or running (0 for `.live`).
+  public var cpuJobs: Int {
+    if case .inProcess(_, _, let pools) = transport { return pools.cpu.inFlight }
+    return 0
+  }
+
   /// A fresh connection.
   public func connect() throws -> TestConnection {
     switch transport {

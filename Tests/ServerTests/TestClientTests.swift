@@ -91,7 +91,7 @@ struct TestClientTests {
     let handler = TestHandler()
     let client = TestClient(.inProcess(handler))
     defer { client.shutdown() }
-    let exchange = try client.start("POST", "/pause?at=first&resume=300", framing: .contentLength(6))
+    let exchange = try client.start("POST", "/pause?at=first&resume=1000", framing: .contentLength(6))
     try exchange.send(Array("abc".utf8))
     #expect(handler.recorder.wait(timeout: 5) { $0.contains("paused after 3") })
     try exchange.send(Array("def".utf8))
@@ -136,7 +136,7 @@ struct TestClientTests {
     }
     let busy = try client.connect()
     try busy.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
-    usleep(100_000)
+    #expect(ServerLiveTests.waitFor(timeout: 5) { client.cpuJobs == 1 })
     #expect(try client.execute("GET", "/cpu").status == 503)
     #expect(handler.resource.count == 1)
     handler.gate.signal()
