@@ -115,9 +115,12 @@ let package = Package(
 
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),
+    // One test client, two modes: in-process (any `HTTPHandler`, no socket) and live (HTTP/1.1
+    // to a running server).
+    .target(name: "AttachdTesting", dependencies: ["HTTP", "Server"], path: "Tests/AttachdTesting"),
     .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
     .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
-    .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport"]),
+    .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport", "AttachdTesting"]),
     .testTarget(name: "ImageContainersTests", dependencies: ["ImageContainers"]),
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
     .testTarget(
@@ -128,6 +131,6 @@ let package = Package(
     .testTarget(name: "UploadsTests", dependencies: ["Uploads", "TestSupport"]),
     .testTarget(
       name: "SandboxTests", dependencies: ["Sandbox", "PipelineSandbox", "ImagePipeline", "TestSupport"]),
-    .testTarget(name: "AppTests", dependencies: ["App", "Uploads", "TestSupport"]),
+    .testTarget(name: "AppTests", dependencies: ["App", "Uploads", "TestSupport", "AttachdTesting"]),
   ]
 )

@@ -99,7 +99,8 @@ public enum ErrorTable {
     // The image itself asks too much of its decoder: retrying will not help.
     case .decoderMemoryLimit:
       PublicError(
-        status: 413, code: "decoder_memory_limit", title: "The image needs more memory to decode than allowed")
+        status: 413, code: "decoder_memory_limit", title: "The image needs more memory to decode than allowed"
+      )
     case .sandboxUnavailable:
       PublicError(
         status: 503, code: "sandbox_unavailable", title: "The image decoder is restarting",

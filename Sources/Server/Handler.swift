@@ -69,7 +69,7 @@ public struct RequestContext: Sendable {
   public var responseHeaders: HTTPHeaders = [:]
 
   /// What the request holds until it is over (see `hold`).
-  var resources: [any RequestResource] = []
+  package var resources: [any RequestResource] = []
 
   public init(remoteAddress: String) { self.remoteAddress = remoteAddress }
 

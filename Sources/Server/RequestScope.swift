@@ -6,7 +6,8 @@ import Synchronization
 ///   next request, even if the work that sent it is still returning;
 /// - or, when no response ever is (the client left first), once the connection is done with the
 ///   request and no work it handed to a pool (`offload`, `execute`) still runs.
-final class RequestScope: Sendable {
+/// `package`: the test client's in-process mode keeps the same rule with this type.
+package final class RequestScope: Sendable {
   private struct State {
     var resources: [any RequestResource]
     /// Jobs of the request running on a pool.
@@ -26,17 +27,17 @@ final class RequestScope: Sendable {
 
   private let state: Mutex<State>
 
-  init(resources: [any RequestResource]) {
+  package init(resources: [any RequestResource]) {
     state = Mutex(State(resources: resources))
   }
 
   /// A job starts.
-  func enter() {
+  package func enter() {
     state.withLock { $0.jobs += 1 }
   }
 
   /// A job finished.
-  func leave() {
+  package func leave() {
     release(
       state.withLock { state in
         state.jobs -= 1
@@ -45,7 +46,7 @@ final class RequestScope: Sendable {
   }
 
   /// The request's final response is being queued: its resources go back now.
-  func answered() {
+  package func answered() {
     release(
       state.withLock { state in
         state.ended = true
@@ -54,7 +55,7 @@ final class RequestScope: Sendable {
   }
 
   /// The connection is done with the request (it may have been answered, or the client left).
-  func ended() {
+  package func ended() {
     release(
       state.withLock { state in
         state.ended = true

@@ -171,7 +171,8 @@ public final class Server: Sendable {
   // The server writes these without opening files or pulling streams, and a head needs a
   // final status: a handler breaking that contract gets a bare 500 instead of a crashed loop
   // (a guard against a bug, not a mapping: every condition's status comes from the handler).
-  private static func checked(_ response: HTTPResponse) -> HTTPResponse {
+  // `package`: the test client's in-process mode holds condition answers to the same rule.
+  package static func checked(_ response: HTTPResponse) -> HTTPResponse {
     guard (200...999).contains(response.status) else { return HTTPResponse(status: 500) }
     switch response.body {
     case .empty, .bytes: return response

@@ -1,7 +1,7 @@
+import AttachdTesting
 import Foundation
 import HTTP
 import Server
-import Synchronization
 import TestSupport
 import Testing
 
@@ -20,37 +20,12 @@ import Testing
     try ScratchSpace.directory("attachd-app")
   }
 
-  /// Collects what a body consumer sends; `offload` runs the work at once, as a free worker
-  /// would. (The live tests run the same path on the real server.)
-  final class CollectingHandle: RequestHandle {
-    let responses = Mutex<[HTTPResponse]>([])
-    let cancellation = RequestCancellation()
-    func respond(_ response: HTTPResponse) { responses.withLock { $0.append(response) } }
-    func sendInterim(status: Int, headers: HTTPHeaders) {}
-    func offload(_ pool: Pool, _ work: @escaping @Sendable (RequestCancellation) -> HTTPResponse) -> Bool {
-      respond(work(cancellation))
-      return true
-    }
-    func execute(_ work: @escaping @Sendable () -> Void) { work() }
-    func resumeReading() {}
-  }
-
-  func respond(_ app: Application, _ method: String, _ target: String) throws -> HTTPResponse {
-    var context = RequestContext(remoteAddress: "127.0.0.1:1")
-    let decision = app.head(HTTPRequestHead(method: method, target: target), context: &context)
-    switch decision {
-    case .respond(let response):
-      return response
-    case .offload(_, let work):
-      return work(RequestCancellation())
-    case .readBody(let consumer):
-      let handle = CollectingHandle()
-      guard case .proceed = consumer.start(handle) else { throw CancellationError() }
-      consumer.end(trailers: [:])
-      let responses = handle.responses.withLock { $0 }
-      #expect(responses.count == 1)
-      return try #require(responses.first)
-    }
+  /// The app's answer to `method target`, through the in-process client (the live tests run
+  /// the same path on the real server).
+  func respond(_ app: Application, _ method: String, _ target: String) throws -> TestResponse {
+    let client = TestClient(.inProcess(app))
+    defer { client.shutdown() }
+    return try client.execute(method, target)
   }
 
   @Test func healthzIsAnsweredOnTheLoopAndReadyzOffTheLoop() throws {
@@ -94,9 +69,8 @@ import Testing
     #expect(RequestIDs.isWellFormed(id) == ok)
   }
 
-  func json(_ response: HTTPResponse) throws -> [String: Any] {
-    guard case .bytes(let body) = response.body else { throw CancellationError() }
-    return try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+  func json(_ response: TestResponse) throws -> [String: Any] {
+    try #require(response.json)
   }
 
   @Test func healthzAnswers200() throws {

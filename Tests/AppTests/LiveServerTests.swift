@@ -1,9 +1,10 @@
+import AttachdTesting
 import Foundation
 import Testing
 
 @testable import App
 
-/// The real App handler on the real server, on 127.0.0.1, spoken to with curl.
+/// The real App handler on the real server, on 127.0.0.1, spoken to by the live test client.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct LiveServerTests {
   @Test func healthReadinessErrorsRequestIDsAndTheAccessLogWorkEndToEnd() throws {
     let dir = try LiveTesting.temporaryDirectory()
@@ -21,30 +22,30 @@ import Testing
       try? server.run()
       stopped.signal()
     }
-    let base = "http://127.0.0.1:\(server.localPort)"
+    let client = TestClient(.live(port: server.localPort))
 
-    let health = try LiveTesting.curl(base + "/healthz", headers: ["X-Request-Id: live-test-1"])
+    let health = try client.execute("GET", "/healthz", headers: ["X-Request-Id": "live-test-1"])
     #expect(health.status == 200)
-    #expect(health.headers["x-request-id"] == "live-test-1")
+    #expect(health["x-request-id"] == "live-test-1")
     #expect(health.json?["status"] as? String == "ok")
 
-    let ready = try LiveTesting.curl(base + "/readyz")
+    let ready = try client.execute("GET", "/readyz")
     #expect(ready.status == 200)
-    #expect(ready.headers["x-request-id"]?.isEmpty == false)
+    #expect(ready["x-request-id"]?.isEmpty == false)
 
-    let head = try LiveTesting.curl(base + "/healthz", method: "HEAD")
+    let head = try client.execute("HEAD", "/healthz")
     #expect(head.status == 200)
     #expect(head.body.isEmpty)
 
-    let missing = try LiveTesting.curl(base + "/v1/nothing?name=IMG_0001.HEIC")
+    let missing = try client.execute("GET", "/v1/nothing?name=IMG_0001.HEIC")
     #expect(missing.status == 404)
-    #expect(missing.headers["content-type"] == "application/problem+json")
+    #expect(missing["content-type"] == "application/problem+json")
     #expect(missing.json?["code"] as? String == "not_found")
 
-    let wrongMethod = try LiveTesting.curl(base + "/readyz", method: "DELETE")
+    let wrongMethod = try client.execute("DELETE", "/readyz")
     #expect(wrongMethod.status == 405)
-    #expect(wrongMethod.headers["allow"] == "GET, HEAD")
-    #expect(wrongMethod.headers["content-type"] == "application/problem+json")
+    #expect(wrongMethod["allow"] == "GET, HEAD")
+    #expect(wrongMethod["content-type"] == "application/problem+json")
     #expect(wrongMethod.json?["code"] as? String == "method_not_allowed")
 
     // The access-log hook runs after the response is flushed: wait for all five lines.
@@ -56,13 +57,13 @@ import Testing
       lines.map { $0["path"] as? String } == ["/healthz", "/readyz", "/healthz", "/v1/nothing", "/readyz"])
     #expect(lines.map { $0["method"] as? String } == ["GET", "GET", "HEAD", "GET", "DELETE"])
     #expect(lines[0]["request_id"] as? String == "live-test-1")
-    #expect(lines[1]["request_id"] as? String == ready.headers["x-request-id"])
+    #expect(lines[1]["request_id"] as? String == ready["x-request-id"])
     for line in lines {
       #expect((line["remote"] as? String)?.hasPrefix("127.0.0.1:") == true)
       #expect(line["duration_ms"] is Double || line["duration_ms"] is Int)
       #expect(line["bytes_in"] as? Int == 0)
     }
-    #expect(lines[0]["bytes_out"] as? Int == Int(health.headers["content-length"] ?? ""))
+    #expect(lines[0]["bytes_out"] as? Int == Int(health["content-length"] ?? ""))
     let raw = try String(contentsOfFile: accessPath, encoding: .utf8)
     #expect(!raw.contains("IMG_0001"))
 
@@ -85,7 +86,7 @@ import Testing
       try? server.run()
       stopped.signal()
     }
-    #expect(try LiveTesting.curl("http://127.0.0.1:\(server.localPort)/readyz").status == 200)
+    #expect(try TestClient(.live(port: server.localPort)).execute("GET", "/readyz").status == 200)
     server.shutdown()
     #expect(LiveTesting.waitUntil(seconds: 5) { server.isDraining })
     #expect(app.readiness.check() == .draining)

@@ -1,6 +1,6 @@
+import AttachdTesting
 import Dispatch
 import Foundation
-import Glibc
 import Server
 import Testing
 
@@ -9,48 +9,36 @@ import Testing
 /// The App on the server contract, live on 127.0.0.1: reads refused before their body, one
 /// access-log line and one metric per request labelled when the head was decided.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct RequestContractTests {
-  /// Sends `request` on a fresh connection and reads one response (head and `Content-Length`
-  /// body); returns it with the seconds it took to arrive, and the socket (to be closed).
-  static func firstResponse(port: Int, _ request: [UInt8]) throws -> (LiveTesting.Reply, Double, Int32) {
-    let fd = try ServerConditionTests.connect(port: port)
+  /// Sends `request` on a fresh connection to the live server and reads one response; returns
+  /// it with the seconds it took to arrive, and the connection (still open).
+  static func firstResponse(_ server: AttachmentServer, _ request: [UInt8]) throws
+    -> (TestResponse, Double, TestConnection)
+  {
+    let connection = try server.live.connect()
     let start = Date()
-    let sent = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    #expect(sent > 0)
-    var received = Data()
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-      if let reply = try? LiveTesting.parse(received),
-        reply.body.count >= Int(reply.headers["content-length"] ?? "0") ?? 0
-      {
-        return (reply, Date().timeIntervalSince(start), fd)
-      }
-      let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      guard n > 0 else { throw CocoaError(.fileReadCorruptFile) }
-      received.append(contentsOf: chunk[0..<n])
-    }
+    try connection.send(request)
+    return (try connection.readResponse(), Date().timeIntervalSince(start), connection)
   }
 
   @Test func anUnauthenticatedGETAnnouncingAHundredMegabyteBodyGets401AtOnce() throws {
     let server = try AttachmentServer()
     defer { server.stop() }
-    let port = Int(server.base.split(separator: ":").last!)!
     let head =
       "GET /v1/attachments/att_00000000000000000000000000 HTTP/1.1\r\nHost: a\r\n"
       + "Content-Length: 104857600\r\n\r\n"
-    let (reply, seconds, fd) = try Self.firstResponse(
-      port: port, Array(head.utf8) + [UInt8](repeating: 0x61, count: 65536))
-    defer { Glibc.close(fd) }
+    let (reply, seconds, connection) = try Self.firstResponse(
+      server, Array(head.utf8) + [UInt8](repeating: 0x61, count: 65536))
+    defer { connection.close() }
     #expect(reply.status == 401)
     #expect(reply.code == "unauthorized")
     #expect(seconds < 1, "the 401 took \(seconds) s")
     // The body is never read: the connection ends after the answer.
-    #expect(reply.headers["connection"] == "close")
+    #expect(reply["connection"] == "close")
   }
 
   @Test func readsWithABodyAreAnsweredWithoutReadingIt() throws {
     let server = try AttachmentServer()
     defer { server.stop() }
-    let port = Int(server.base.split(separator: ":").last!)!
     for (target, auth, status) in [
       ("/v1/attachments/att_00000000000000000000000000", true, 404),
       ("/v1/attachments/att_00000000000000000000000000/meta", true, 404),
@@ -58,11 +46,11 @@ import Testing
     ] {
       let key = auth ? AttachmentServer.bearer(AttachmentServer.acmeKey) + "\r\n" : ""
       let head = "GET \(target) HTTP/1.1\r\nHost: a\r\n\(key)Content-Length: 50000000\r\n\r\n"
-      let (reply, seconds, fd) = try Self.firstResponse(port: port, Array(head.utf8))
-      Glibc.close(fd)
+      let (reply, seconds, connection) = try Self.firstResponse(server, Array(head.utf8))
+      connection.close()
       #expect(reply.status == status, "\(target)")
       #expect(seconds < 2)
-      #expect(reply.headers["connection"] == "close")
+      #expect(reply["connection"] == "close")
     }
   }
 
@@ -84,11 +72,11 @@ import Testing
       server.shutdown()
       #expect(stopped.wait(timeout: .now() + 15) == .success)
     }
-    let base = "http://127.0.0.1:\(server.localPort)"
-    let badID = try LiveTesting.curl(base + "/healthz", headers: ["X-Request-Id: has space"])
-    let fresh = try #require(badID.headers["x-request-id"])
+    let client = TestClient(.live(port: server.localPort))
+    let badID = try client.execute("GET", "/healthz", headers: ["X-Request-Id": "has space"])
+    let fresh = try #require(badID["x-request-id"])
     #expect(fresh != "has space" && !fresh.isEmpty)
-    let meta = try LiveTesting.curl(base + "/v1/attachments/att_x/meta?token=secret")
+    let meta = try client.execute("GET", "/v1/attachments/att_x/meta?token=secret")
     #expect(meta.status == 401)
     let malformed = try ServerConditionTests.exchange(
       port: server.localPort, "GET / HTTP/1.1\r\nBad Name: x\r\n\r\n")
@@ -98,7 +86,7 @@ import Testing
     #expect(lines.count == 3)
     #expect(
       lines.map { $0["request_id"] as? String } == [
-        fresh, meta.headers["x-request-id"], malformed.headers["x-request-id"],
+        fresh, meta["x-request-id"], malformed["x-request-id"],
       ])
     #expect(lines.map { $0["path"] as? String } == ["/healthz", "/v1/attachments/att_x/meta", "-"])
     #expect(lines.map { $0["status"] as? Int } == [200, 401, 400])

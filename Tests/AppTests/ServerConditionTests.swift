@@ -1,3 +1,4 @@
+import AttachdTesting
 import Dispatch
 import Foundation
 import Glibc
@@ -96,10 +97,10 @@ import Testing
     try Self.withServer(try Self.liveConfiguration()) { _, port in
       let reply = try Self.exchange(port: port, "GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n")
       #expect(reply.status == 400)
-      #expect(reply.headers["content-type"] == "application/problem+json")
-      #expect(reply.headers["connection"] == "close")
+      #expect(reply["content-type"] == "application/problem+json")
+      #expect(reply["connection"] == "close")
       #expect(reply.json?["code"] as? String == "malformed_request")
-      #expect(reply.json?["instance"] as? String == reply.headers["x-request-id"])
+      #expect(reply.json?["instance"] as? String == reply["x-request-id"])
     }
   }
 
@@ -135,9 +136,9 @@ import Testing
       // Hold the only worker so /readyz (answered from the pool) finds it full.
       #expect(server.pool.trySubmit { _ = gate.wait(timeout: .now() + 10) })
       defer { gate.signal() }
-      let reply = try LiveTesting.curl("http://127.0.0.1:\(port)/readyz")
+      let reply = try TestClient(.live(port: port)).execute("GET", "/readyz")
       #expect(reply.status == 503)
-      #expect(reply.headers["retry-after"] == "1")
+      #expect(reply["retry-after"] == "1")
       #expect(reply.json?["code"] as? String == "overloaded")
     }
   }
@@ -146,22 +147,22 @@ import Testing
     var config = try Self.liveConfiguration()
     config.server.maxConnections = 1
     try Self.withServer(config) { server, port in
-      let held = try Self.connect(port: port)
-      defer { Glibc.close(held) }
+      let held = try TestClient(.live(port: port)).connect()
+      defer { held.close() }
       #expect(LiveTesting.waitUntil(seconds: 5) { server.connectionCount == 1 })
       // The answer is serialised at start-up; its Date must still be rewritten per refusal.
       sleep(2)
       let reply = try Self.exchange(port: port, nil)
       #expect(reply.status == 503)
-      #expect(reply.headers["retry-after"] == "1")
-      #expect(reply.headers["connection"] == "close")
+      #expect(reply["retry-after"] == "1")
+      #expect(reply["connection"] == "close")
       #expect(reply.json?["code"] as? String == "too_many_connections")
       #expect(reply.json?["instance"] == nil)
       let formatter = DateFormatter()
       formatter.locale = Locale(identifier: "en_US_POSIX")
       formatter.timeZone = TimeZone(identifier: "GMT")
       formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-      let date = try #require(formatter.date(from: reply.headers["date"] ?? ""))
+      let date = try #require(formatter.date(from: reply["date"] ?? ""))
       #expect(abs(date.timeIntervalSinceNow) < 1.5)
     }
   }
@@ -207,45 +208,12 @@ import Testing
     try body(server, server.localPort)
   }
 
-  /// A blocking socket to 127.0.0.1:`port` whose reads give up after 5 s.
-  static func connect(port: Int) throws -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var tv = timeval(tv_sec: 5, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let result = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-      }
-    }
-    guard result == 0 else {
-      Glibc.close(fd)
-      throw CocoaError(.fileReadUnknown)
-    }
-    return fd
-  }
-
-  /// Sends `request` (if any) on a fresh connection and reads until the server closes it:
-  /// every answer here ends the connection.
-  static func exchange(port: Int, _ request: String?) throws -> LiveTesting.Reply {
-    let fd = try connect(port: port)
-    defer { Glibc.close(fd) }
-    if let request {
-      let bytes = Array(request.utf8)
-      let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-      #expect(sent == bytes.count)
-    }
-    var received: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      if n <= 0 { break }
-      received += chunk[0..<n]
-    }
-    return try LiveTesting.parse(Data(received))
+  /// Sends `request` (if any) on a fresh connection to the live server on `port` and reads
+  /// the answer: every answer here ends the connection.
+  static func exchange(port: Int, _ request: String?) throws -> TestResponse {
+    let connection = try TestClient(.live(port: port)).connect()
+    if let request { try connection.send(request) }
+    return try connection.readResponse()
   }
 }
 

@@ -1,3 +1,4 @@
+import AttachdTesting
 import Dispatch
 import Foundation
 import HTTP
@@ -96,8 +97,8 @@ struct RequestResourceTests {
   }
 
   /// Holds the server's one CPU worker with `/gate` until the handler's gate opens.
-  static func occupyTheWorker(_ live: LiveServer) throws -> RawClient {
-    let busy = try RawClient(port: live.port)
+  static func occupyTheWorker(_ live: LiveServer) throws -> TestConnection {
+    let busy = try TestConnection.live(port: live.port, timeout: 5)
     try busy.send("GET /gate HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(ServerLiveTests.waitFor(timeout: 2) { live.server.pool.inFlight == 1 })
     return busy
@@ -107,7 +108,7 @@ struct RequestResourceTests {
     let handler = Handler(resource: Resource())
     let live = try LiveServer(handler: handler)
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(try client.readResponse().status == 200)
     #expect(ServerLiveTests.waitFor(timeout: 2) { handler.resource.count == 1 })
@@ -120,7 +121,7 @@ struct RequestResourceTests {
     let handler = Handler(resource: Resource())
     let live = try LiveServer({ $0.ioThreads = 1 }, handler: handler)
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send("GET \(path) HTTP/1.1\r\nHost: t\r\n\r\n")
     let response = try client.readResponse()
     #expect(response.status == 200 && response.text == path)
@@ -137,7 +138,7 @@ struct RequestResourceTests {
       live.stop()
     }
     let busy = try Self.occupyTheWorker(live)
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send("GET /io HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(try client.readResponse().text == "/io")
     #expect(live.server.pool.inFlight == 1)
@@ -148,7 +149,7 @@ struct RequestResourceTests {
     let handler = Handler(resource: Resource())
     let live = try LiveServer(handler: handler)
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send("POST /execute HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc")
     let response = try client.readResponse()
     #expect(response.status == 200 && response.text == "executed")
@@ -172,7 +173,7 @@ struct RequestResourceTests {
       live.stop()
     }
     let busy = try Self.occupyTheWorker(live)
-    let refused = try RawClient(port: live.port)
+    let refused = try TestConnection.live(port: live.port, timeout: 5)
     try refused.send("GET /cpu HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(try refused.readResponse().status == 503)
     #expect(ServerLiveTests.waitFor(timeout: 2) { handler.resource.count == 1 })
@@ -186,10 +187,10 @@ struct RequestResourceTests {
     let live = try LiveServer({ $0.workerThreads = 1 }, handler: handler)
     defer { live.stop() }
     let busy = try Self.occupyTheWorker(live)
-    var gone: RawClient? = try RawClient(port: live.port)
+    var gone: TestConnection? = try TestConnection.live(port: live.port, timeout: 5)
     try gone?.send("GET /cpu HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(ServerLiveTests.waitFor(timeout: 2) { live.server.pool.inFlight == 2 })
-    gone?.resetOnClose()
+    gone?.close(reset: true)
     gone = nil
     usleep(100_000)
     handler.gate.signal()

@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import Glibc
 import Server
@@ -56,7 +57,7 @@ struct ServerBenchTests {
     let live = try LiveServer({ $0.headerTimeout = .seconds(60) }, handler: TestHandler())
     defer { live.stop() }
     func latency() throws -> Double {
-      let client = try RawClient(port: live.port)
+      let client = try TestConnection.live(port: live.port, timeout: 5)
       var samples: [Double] = []
       for _ in 0..<200 {
         let start = Date()
@@ -67,9 +68,9 @@ struct ServerBenchTests {
       return samples.sorted()[samples.count / 2]
     }
     let quiet = try latency()
-    var loris: [RawClient] = []
+    var loris: [TestConnection] = []
     for _ in 0..<300 {
-      let c = try RawClient(port: live.port)
+      let c = try TestConnection.live(port: live.port, timeout: 5)
       try c.send("GET / HTTP/1.1\r\nHost: t\r\nX-a: ")
       loris.append(c)
     }

@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import Glibc
 import Testing
@@ -159,7 +160,7 @@ struct ServerClientInteropTests {
 
   @Test func sigtermDrainsTheServerAndRunReturns() throws {
     let live = try LiveServer({ $0.handleSignals = true }, handler: TestHandler())
-    let busy = try RawClient(port: live.port)
+    let busy = try TestConnection.live(port: live.port, timeout: 5)
     // A signal drains every server of the process that handles signals: wait (bounded) until
     // this test's is the only one, so that servers of other suites are not disturbed.
     #expect(

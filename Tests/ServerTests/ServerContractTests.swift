@@ -1,3 +1,4 @@
+import AttachdTesting
 import Dispatch
 import Foundation
 import Glibc
@@ -20,7 +21,7 @@ struct ServerContractTests {
     let handler = TestHandler()
     let live = try LiveServer(handler: handler)
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     let start = Date()
     try client.send(
       Array("GET /auth HTTP/1.1\r\nHost: t\r\nContent-Length: 104857600\r\n\r\n".utf8)
@@ -28,10 +29,10 @@ struct ServerContractTests {
     let response = try client.readResponse()
     #expect(response.status == 401)
     #expect(Date().timeIntervalSince(start) < 1, "answered after \(Date().timeIntervalSince(start)) s")
-    #expect(response.header("Connection") == "close")
+    #expect(response["Connection"] == "close")
     // More body after the answer is drained, not reset, until the client leaves.
     _ = client.sendSome([UInt8](repeating: 0x61, count: 100_000))
-    #expect(client.waitForClose())
+    #expect(client.isClosedByPeer())
     let completion = try #require(handler.completions.wait(for: 1).first)
     #expect(completion.status == 401)
     #expect(completion.bytesIn == 0)
@@ -42,7 +43,7 @@ struct ServerContractTests {
     let handler = TestHandler()
     let live = try LiveServer(handler: handler)
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send(
       "GET /auth HTTP/1.1\r\nHost: t\r\nAuthorization: x\r\nExpect: 100-continue\r\nContent-Length: 1000000\r\n\r\n"
     )
@@ -50,20 +51,20 @@ struct ServerContractTests {
     let response = try client.readResponse()
     #expect(response.status == 200)
     #expect(response.text == "authorized")
-    #expect(response.header("Connection") == "close")
-    #expect(client.waitForClose())
+    #expect(response["Connection"] == "close")
+    #expect(client.isClosedByPeer())
     #expect(handler.completions.wait(for: 1).first?.bytesIn == 0)
   }
 
   @Test func offloadedWorkKeepsTheConnectionForTheNextRequest() throws {
     let live = try LiveServer(handler: TestHandler())
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     for _ in 0..<3 {
       try client.send("GET /auth HTTP/1.1\r\nHost: t\r\nAuthorization: x\r\n\r\n")
       let response = try client.readResponse()
       #expect(response.text == "authorized")
-      #expect(response.header("Connection") == "keep-alive")
+      #expect(response["Connection"] == "keep-alive")
     }
   }
 
@@ -80,17 +81,15 @@ struct ServerContractTests {
         $0.minBodyRateWindow = .milliseconds(400)
       }, handler: handler)
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n")
     let start = Date()
     let dripping = Flag()
     let stopped = DispatchSemaphore(value: 0)
-    let fd = client.fd
     Thread.detachNewThread {
       defer { stopped.signal() }
-      var byte: UInt8 = 0x62
       while dripping.isSet && Date().timeIntervalSince(start) < 5 {
-        if Glibc.send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) <= 0 { return }
+        if client.sendSome([0x62]) == 0 { return }
         usleep(100_000)
       }
     }
@@ -115,7 +114,7 @@ struct ServerContractTests {
         $0.minBodyRateWindow = .milliseconds(400)
       }, handler: TestHandler())
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1500\r\n\r\n")
     // 50 bytes every 100 ms = 500 B/s for 3 s: five times the minimum, over seven windows.
     for _ in 0..<30 {
@@ -134,7 +133,7 @@ struct ServerContractTests {
     let live = try LiveServer(handler: TestHandler(recorder: recorder))
     defer { live.stop() }
     let total = 16 << 20
-    let client = try RawClient(port: live.port, timeout: 1)
+    let client = try TestConnection.live(port: live.port, timeout: 1)
     try client.send(
       "POST /pause?at=first&resume=gate HTTP/1.1\r\nHost: t\r\nContent-Length: \(total)\r\n\r\n")
     let body = TestHandler.pattern(total)
@@ -168,7 +167,7 @@ struct ServerContractTests {
     let recorder = Recorder()
     let live = try LiveServer(handler: TestHandler(recorder: recorder))
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     // The whole body comes in the first slice; the consumer pauses on it. No byte follows, so
     // only the resume itself can let the parser deliver the end.
     try client.send("POST /pause?at=first&resume=200 HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello")
@@ -182,14 +181,14 @@ struct ServerContractTests {
     let recorder = Recorder()
     let live = try LiveServer(handler: TestHandler(recorder: recorder))
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     let start = Date()
     try client.send(
       "POST /pause?at=start&resume=300&interim=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n"
         + "Expect: 100-continue\r\n\r\n")
     let interim = try client.readResponse()
     #expect(interim.status == 104)
-    #expect(interim.header("Location") == "/uploads/1")
+    #expect(interim["Location"] == "/uploads/1")
     let proceed = try client.readResponse()
     #expect(proceed.status == 100)
     #expect(Date().timeIntervalSince(start) >= 0.25)
@@ -208,7 +207,7 @@ struct ServerContractTests {
         $0.minBodyRateWindow = .seconds(1)
       }, handler: TestHandler(recorder: recorder))
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send(
       "POST /pause?at=first&resume=2500 HTTP/1.1\r\nHost: t\r\nContent-Length: 20\r\n\r\n0123456789")
     // Paused for 2.5 s: two idle timeouts, two rate windows with 10 bytes of 1000. The second
@@ -230,11 +229,11 @@ struct ServerContractTests {
     let live = try LiveServer(handler: TestHandler(recorder: recorder))
     defer { live.stop() }
     do {
-      let client = try RawClient(port: live.port)
+      let client = try TestConnection.live(port: live.port, timeout: 5)
       try client.send(
         "POST /pause?at=first&resume=gate HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n12345")
       #expect(recorder.wait { $0.contains("paused after 5") })
-      if reset { client.resetOnClose() }
+      client.close(reset: reset)
     }
     #expect(recorder.wait(timeout: 2) { $0.contains("aborted 5") }, "\(recorder.all)")
     #expect(recorder.all.contains("consumer cancelled"))
@@ -249,10 +248,10 @@ struct ServerContractTests {
     let live = try LiveServer(handler: handler)
     defer { live.stop() }
     do {
-      let client = try RawClient(port: live.port)
+      let client = try TestConnection.live(port: live.port, timeout: 5)
       try client.send("GET /cancellable HTTP/1.1\r\nHost: t\r\n\r\n")
       #expect(recorder.wait { $0.contains("work started") })
-      if reset { client.resetOnClose() }
+      client.close(reset: reset)
     }
     #expect(recorder.wait(timeout: 2) { $0.contains("work cancelled") }, "\(recorder.all)")
     #expect(recorder.all.contains("onCancel"))
@@ -265,24 +264,24 @@ struct ServerContractTests {
     let recorder = Recorder()
     let live = try LiveServer(handler: TestHandler(recorder: recorder))
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send("GET /cancellable HTTP/1.1\r\nHost: t\r\n\r\n")
-    shutdown(client.fd, Int32(SHUT_WR))
+    client.finishSending()
     #expect(recorder.wait(timeout: 3) { $0.contains("work cancelled") }, "\(recorder.all)")
-    #expect(client.waitForClose())
+    #expect(client.isClosedByPeer())
   }
 
   @Test func pipelinedRequestsBeforeAFINAreAllAnswered() throws {
     let live = try LiveServer(handler: TestHandler())
     defer { live.stop() }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send(
       "GET /slow?ms=200 HTTP/1.1\r\nHost: t\r\n\r\nGET /auth HTTP/1.1\r\nHost: t\r\nAuthorization: x\r\n\r\n"
         + "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-    shutdown(client.fd, Int32(SHUT_WR))
+    client.finishSending()
     let responses = try (0..<3).map { _ in try client.readResponse() }
     #expect(responses.map(\.text) == ["slow", "authorized", "hello"])
-    #expect(client.waitForClose())
+    #expect(client.isClosedByPeer())
     #expect(Self.waitFor(2) { live.server.connectionCount == 0 })
   }
 
@@ -291,7 +290,7 @@ struct ServerContractTests {
     let live = try LiveServer(handler: TestHandler(recorder: recorder))
     defer { live.stop() }
     do {
-      let client = try RawClient(port: live.port)
+      let client = try TestConnection.live(port: live.port, timeout: 5)
       try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok")
       #expect(try client.readResponse().status == 200)
     }

@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import Glibc
 import Server
@@ -35,7 +36,7 @@ struct ServerRobustnessTests {
     defer { live.stop() }
     var random = SplitMix(state: 2026)
     for _ in 0..<200 {
-      guard let client = try? RawClient(port: live.port, timeout: 0.05) else { continue }
+      guard let client = try? TestConnection.live(port: live.port, timeout: 0.05) else { continue }
       var bytes: [UInt8] = []
       for _ in 0..<Int.random(in: 1...12, using: &random) {
         if Bool.random(using: &random) {
@@ -49,7 +50,7 @@ struct ServerRobustnessTests {
       try? client.send(bytes)
       if Bool.random(using: &random) { _ = try? client.readResponse() }
     }
-    let client = try RawClient(port: live.port)
+    let client = try TestConnection.live(port: live.port, timeout: 5)
     try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
     #expect(try client.readResponse().text == "hello")
     #expect(ServerLiveTests.waitFor(timeout: 5) { live.server.connectionCount == 1 })

@@ -1,56 +1,35 @@
+import AttachdTesting
 import Foundation
 import TestSupport
 import Testing
 
 @testable import App
 
-/// Per-key limits, aborted uploads and retention, on the live server.
+/// Per-key limits, aborted uploads and retention: a client that leaves goes through the live
+/// server, the rest through the in-process client.
 @Suite(
   .serialized, .timeLimit(.minutes(2)), .enabled(if: Corpus.directory != nil, "skipped: corpus not present"))
 struct AttachmentLimitsTests {
   static let file = UploadClientTests.corpusPath("jpeg-orient-1.jpg")
 
-  /// Starts a python client that sends half a chunked upload, then waits for `hold` seconds
-  /// and either finishes it or hangs up.
-  static func slowUpload(_ server: AttachmentServer, hold: Double, finish: Bool) throws -> Process {
-    let script = """
-      import socket, sys, time
-      port, key, path, hold, finish = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5] == '1'
-      body = open(path, 'rb').read(); half = len(body) // 2
-      s = socket.create_connection(('127.0.0.1', port))
-      s.sendall(('POST /v1/attachments HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer ' + key +
-                 '\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n').encode())
-      s.sendall(b'%x\\r\\n' % half + body[:half] + b'\\r\\n')
-      time.sleep(hold)
-      if finish:
-          s.sendall(b'%x\\r\\n' % (len(body) - half) + body[half:] + b'\\r\\n0\\r\\n\\r\\n')
-          s.recv(65536)
-      s.close()
-      """
-    let port = String(server.base.split(separator: ":").last!)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [
-      "python3", "-c", script, port, AttachmentServer.acmeKey, Self.file, String(hold), finish ? "1" : "0",
-    ]
-    try process.run()
-    return process
-  }
-
   @Test func theUploadCapRefusesWith429AndAnAbortedUploadGivesItsSlotBackStoringNothing() throws {
     let server = try AttachmentServer { $0.limits.uploads.maxConcurrentUploadsPerKey = 1 }
     defer { server.stop() }
     let service = server.app.attachments
-    let client = try Self.slowUpload(server, hold: 4, finish: false)
+    // A client on the real socket sends half a chunked upload, then hangs up.
+    let body = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.file)))
+    let client = try server.live.start(
+      "POST", "/v1/attachments", headers: AttachmentServer.auth(AttachmentServer.acmeKey), framing: .chunked)
+    try client.send(Array(body[..<(body.count / 2)]))
     #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 1 })
-    let refused = try server.upload(file: Self.file)
+    let refused = try server.post(file: Self.file)
     #expect(refused.status == 429)
     #expect(refused.code == "too_many_uploads")
-    #expect(refused.headers["retry-after"] == "1")
-    client.waitUntilExit()
+    #expect(refused["retry-after"] == "1")
+    client.cancel()
     #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 0 })
     #expect(try service.store.statistics().attachments == 0)
-    #expect(try server.upload(file: Self.file).status == 201)
+    #expect(try server.post(file: Self.file).status == 201)
     #expect(try service.store.statistics().attachments == 1)
   }
 
@@ -59,15 +38,15 @@ struct AttachmentLimitsTests {
     let server = try AttachmentServer { $0.attachments.pipelineDeadline = 0.05 }
     defer { server.stop() }
     let service = server.app.attachments
-    let reply = try server.upload(file: UploadClientTests.corpusPath("heic-iphonexs-irot-exif6-gps.heic"))
+    let reply = try server.post(file: UploadClientTests.corpusPath("heic-iphonexs-irot-exif6-gps.heic"))
     #expect(reply.status == 503)
     #expect(reply.code == "deadline_exceeded")
-    #expect(reply.headers["retry-after"] == "5")
+    #expect(reply["retry-after"] == "5")
     #expect(try service.store.statistics().attachments == 0)
     // The worker and the upload slot are given back (the decode memory too: the budget is
     // process-wide here, shared with tests running alongside, so DeadlineTests checks that).
     #expect(LiveTesting.waitUntil(seconds: 5) { service.metrics.uploadsInFlight.current == 0 })
-    #expect(try server.upload(file: Self.file).status == 201)
+    #expect(try server.post(file: Self.file).status == 201)
   }
 
   @Test func theRateLimitRefusesWith429AndRetryAfterOnceTheBurstIsSpent() throws {
@@ -76,16 +55,18 @@ struct AttachmentLimitsTests {
       $0.limits.rate.burst = 2
     }
     defer { server.stop() }
-    let acme = AttachmentServer.bearer(AttachmentServer.acmeKey)
+    let client = server.client
+    let acme = AttachmentServer.auth(AttachmentServer.acmeKey)
     let path = "/v1/attachments/att_00000000000000000000000000"
-    #expect(try server.curl(path, ["-H", acme]).status == 404)
-    #expect(try server.curl(path, ["-H", acme]).status == 404)
-    let limited = try server.curl(path, ["-H", acme])
+    #expect(try client.execute("GET", path, headers: acme).status == 404)
+    #expect(try client.execute("GET", path, headers: acme).status == 404)
+    let limited = try client.execute("GET", path, headers: acme)
     #expect(limited.status == 429)
     #expect(limited.code == "rate_limited")
-    #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 >= 1)
+    #expect(Int(limited["retry-after"] ?? "") ?? 0 >= 1)
     // Another key has its own bucket.
-    #expect(try server.curl(path, ["-H", AttachmentServer.bearer(AttachmentServer.betaKey)]).status == 404)
+    #expect(
+      try client.execute("GET", path, headers: AttachmentServer.auth(AttachmentServer.betaKey)).status == 404)
   }
 
   @Test func expiredAttachmentsVanishAtOnceAndTheSweeperRemovesThem() throws {
@@ -95,12 +76,12 @@ struct AttachmentLimitsTests {
     }
     defer { server.stop() }
     let service = server.app.attachments
-    let record = try #require(try server.upload(file: Self.file).json)
+    let record = try #require(try server.post(file: Self.file).json)
     let id = try #require(record["id"] as? String)
-    let acme = AttachmentServer.bearer(AttachmentServer.acmeKey)
-    #expect(try server.curl("/v1/attachments/\(id)", ["-H", acme]).status == 200)
+    let acme = AttachmentServer.auth(AttachmentServer.acmeKey)
+    #expect(try server.client.execute("GET", "/v1/attachments/\(id)", headers: acme).status == 200)
     usleep(3_200_000)
-    #expect(try server.curl("/v1/attachments/\(id)", ["-H", acme]).status == 404)
+    #expect(try server.client.execute("GET", "/v1/attachments/\(id)", headers: acme).status == 404)
     #expect(LiveTesting.waitUntil(seconds: 5) { (try? service.store.statistics().attachments) == 0 })
     let blob = try #require(record["sha256"] as? String)
     #expect(

@@ -1,10 +1,14 @@
+import AttachdTesting
 import Foundation
+import HTTP
 import Server
 import Testing
 
 @testable import App
 
-/// The real App (storage in a temp dir, real pipeline) on the real server on 127.0.0.1.
+/// The real App (storage in a temp dir, real pipeline) on the real server on 127.0.0.1, with a
+/// test client for each way in: `client` drives the App in-process, `live` goes through the
+/// server's socket, `curl` is curl.
 final class AttachmentServer {
   /// All scopes, tenant acme.
   static let acmeKey = "acme-key-0123456789abcdef0123"
@@ -16,6 +20,12 @@ final class AttachmentServer {
   let app: Application
   let directory: String
   let base: String
+  /// The server's port on 127.0.0.1.
+  let port: Int
+  /// The App driven in-process: no socket, the server's parser, contract and writer.
+  let client: TestClient
+  /// The real server, over its socket.
+  let live: TestClient
   private let server: Server
   private let stopped = DispatchSemaphore(value: 0)
 
@@ -42,21 +52,44 @@ final class AttachmentServer {
     try config.validate()
     app = try Application(configuration: config, accessLog: accessLog, eventLog: eventLog)
     server = try app.makeServer(handleSignals: false)
-    base = "http://127.0.0.1:\(server.localPort)"
+    port = server.localPort
+    base = "http://127.0.0.1:\(port)"
+    client = TestClient(.inProcess(app))
+    live = TestClient(.live(port: port))
     Thread.detachNewThread { [server, stopped] in
       try? server.run()
       stopped.signal()
     }
   }
 
+  /// Jobs on the server's CPU workers (queued or running): the pipeline of an upload that
+  /// came over the socket, never work of the in-process client.
+  var serverCPUJobs: Int { server.pool.inFlight }
+
   func stop() {
     server.shutdown()
     stopped.wait()
+    client.shutdown()
     app.stopBackgroundWork()
   }
 
-  /// The `Authorization` header of `key`.
+  /// The `Authorization` header of `key`, as a curl or raw header line.
   static func bearer(_ key: String) -> String { "Authorization: Bearer \(key)" }
+
+  /// The `Authorization` header of `key`.
+  static func auth(_ key: String) -> HTTPHeaders { ["Authorization": "Bearer \(key)"] }
+
+  /// A raw upload of `file`'s bytes with the acme key (or `key`), chunked or with
+  /// `Content-Length`, through `client` (the in-process one unless given).
+  func post(
+    file: String, key: String = acmeKey, headers: HTTPHeaders = [:], chunked: Bool = false,
+    via client: TestClient? = nil
+  ) throws -> TestResponse {
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+    return try (client ?? self.client).execute(
+      "POST", "/v1/attachments", headers: Self.auth(key) + headers,
+      body: chunked ? .chunked(bytes, size: 16 << 10) : .bytes(bytes))
+  }
 
   /// curl with `arguments` (after `-s -i`); interim 1xx answers are skipped.
   func curl(_ path: String, _ arguments: [String], timeout: Double = 30) throws -> LiveTesting.Reply {
@@ -88,6 +121,11 @@ final class AttachmentServer {
 extension LiveTesting.Reply {
   /// The body as a JSON array of objects.
   var jsonList: [[String: Any]]? { try? JSONSerialization.jsonObject(with: body) as? [[String: Any]] }
+  /// `code` of a problem body.
+  var code: String? { json?["code"] as? String }
+}
+
+extension TestResponse {
   /// `code` of a problem body.
   var code: String? { json?["code"] as? String }
 }

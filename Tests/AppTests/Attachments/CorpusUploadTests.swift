@@ -24,7 +24,7 @@ struct CorpusUploadTests {
     var rejected = 0
     for name in Self.files {
       let input = [UInt8](try Corpus.data(name))
-      let reply = try server.upload(file: UploadClientTests.corpusPath(name))
+      let reply = try server.post(file: UploadClientTests.corpusPath(name))
       let outcome: Result<[UInt8], PipelineError>
       do { outcome = .success(try pipeline.process(input).jpeg) } catch { outcome = .failure(error) }
       switch outcome {
@@ -36,7 +36,7 @@ struct CorpusUploadTests {
       case .failure(let error):
         let entry = ErrorTable.publicError(for: error)
         #expect(reply.status == entry.status, "\(name)")
-        #expect(reply.headers["content-type"] == "application/problem+json", "\(name)")
+        #expect(reply["content-type"] == "application/problem+json", "\(name)")
         #expect(reply.code == error.code, "\(name)")
         rejected += 1
       }

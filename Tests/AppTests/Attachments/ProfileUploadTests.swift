@@ -1,11 +1,12 @@
+import AttachdTesting
 import Foundation
 import TestSupport
 import Testing
 
 @testable import App
 
-/// Model profiles on the live server: made with the upload or on first GET, cached, listed in
-/// the record with their token estimates, and gone with their attachment.
+/// Model profiles, through the in-process client: made with the upload or on first GET, cached,
+/// listed in the record with their token estimates, and gone with their attachment.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct ProfileUploadTests {
   /// A 2000 × 1500 PNG (the stored default keeps that size; every provider profile is smaller).
   static func photo(in directory: String) throws -> String {
@@ -26,8 +27,7 @@ import Testing
   }
 
   /// Width and height from a JPEG's SOF marker.
-  static func jpegSize(_ data: Data) -> (Int, Int)? {
-    let bytes = [UInt8](data)
+  static func jpegSize(_ bytes: [UInt8]) -> (Int, Int)? {
     var i = 2
     while i + 9 < bytes.count, bytes[i] == 0xFF {
       let marker = bytes[i + 1]
@@ -40,14 +40,15 @@ import Testing
     return nil
   }
 
-  static let key = AttachmentServer.bearer(AttachmentServer.acmeKey)
+  static let key = AttachmentServer.auth(AttachmentServer.acmeKey)
 
   @Test func aProfileAskedForAtUploadIsMadeThenAndDescribedAtTheTop() throws {
     let server = try AttachmentServer()
     defer { server.stop() }
-    let file = try Self.photo(in: server.directory)
-    let reply = try server.curl(
-      "/v1/attachments?profile=anthropic", ["--data-binary", "@" + file, "-H", Self.key])
+    let client = server.client
+    let file = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.photo(in: server.directory))))
+    let reply = try client.execute(
+      "POST", "/v1/attachments?profile=anthropic", headers: Self.key, body: .bytes(file))
     #expect(reply.status == 201)
     let record = try #require(reply.json)
     let id = try #require(record["id"] as? String)
@@ -61,7 +62,7 @@ import Testing
     #expect(record["estimated_tokens"] as? Int == (aw * ah + 749) / 750)
     #expect(anthropic["sha256"] as? String == record["sha256"] as? String)
     #expect(record["url"] as? String == "/v1/attachments/\(id)?profile=anthropic")
-    #expect(reply.headers["location"] == "/v1/attachments/\(id)")
+    #expect(reply["location"] == "/v1/attachments/\(id)")
     // Not asked for: sized, estimated, not made yet.
     let openai = try #require(profiles["openai"])
     #expect(openai["width"] as? Int == 1024 && openai["height"] as? Int == 768)
@@ -71,21 +72,21 @@ import Testing
     #expect(standard["width"] as? Int == 2000 && standard["estimated_tokens"] is NSNull)
 
     // The rendition is what the profile's URL serves.
-    let image = try server.curl("/v1/attachments/\(id)?profile=anthropic", ["-H", Self.key])
+    let image = try client.execute("GET", "/v1/attachments/\(id)?profile=anthropic", headers: Self.key)
     #expect(image.status == 200)
     #expect(Self.jpegSize(image.body).map { [$0.0, $0.1] } == [aw, ah])
-    #expect(image.headers["etag"] == "\"\(anthropic["sha256"] as! String)\"")
+    #expect(image["etag"] == "\"\(anthropic["sha256"] as! String)\"")
     // The plain path still serves the stored default.
-    let plain = try server.curl("/v1/attachments/\(id)", ["-H", Self.key])
+    let plain = try client.execute("GET", "/v1/attachments/\(id)", headers: Self.key)
     #expect(Self.jpegSize(plain.body).map { [$0.0, $0.1] } == [2000, 1500])
 
     // A profile first asked for on GET is made then, once, and listed afterwards.
-    let made = try server.curl("/v1/attachments/\(id)?profile=openai", ["-H", Self.key])
+    let made = try client.execute("GET", "/v1/attachments/\(id)?profile=openai", headers: Self.key)
     #expect(made.status == 200)
     #expect(Self.jpegSize(made.body).map { [$0.0, $0.1] } == [1024, 768])
-    let again = try server.curl("/v1/attachments/\(id)?profile=openai", ["-H", Self.key])
+    let again = try client.execute("GET", "/v1/attachments/\(id)?profile=openai", headers: Self.key)
     #expect(again.body == made.body)
-    let meta = try #require(try server.curl("/v1/attachments/\(id)/meta", ["-H", Self.key]).json)
+    let meta = try #require(try client.execute("GET", "/v1/attachments/\(id)/meta", headers: Self.key).json)
     let listed = try #require((meta["profiles"] as? [String: [String: Any]])?["openai"])
     #expect(listed["bytes"] as? Int == made.body.count)
     #expect(meta["profile"] as? String == "default")
@@ -93,18 +94,18 @@ import Testing
 
     // Meta for a profile makes it too.
     let gemini = try #require(
-      try server.curl("/v1/attachments/\(id)/meta?profile=gemini", ["-H", Self.key]).json)
+      try client.execute("GET", "/v1/attachments/\(id)/meta?profile=gemini", headers: Self.key).json)
     #expect(gemini["profile"] as? String == "gemini")
     #expect(gemini["width"] as? Int == 1536 && gemini["height"] as? Int == 1152)
     #expect(gemini["estimated_tokens"] as? Int == 258 * 4)
 
     // Unknown names are refused before any work.
-    let bogus = try server.curl("/v1/attachments/\(id)?profile=claude", ["-H", Self.key])
+    let bogus = try client.execute("GET", "/v1/attachments/\(id)?profile=claude", headers: Self.key)
     #expect(bogus.status == 400)
     #expect(bogus.code == "unknown_profile")
 
     // Deleting the attachment removes every rendition's bytes.
-    #expect(try server.curl("/v1/attachments/\(id)", ["-X", "DELETE", "-H", Self.key]).status == 204)
+    #expect(try client.execute("DELETE", "/v1/attachments/\(id)", headers: Self.key).status == 204)
     #expect(try server.app.attachments.store.statistics().blobs == 0)
     let blobs = try FileManager.default.subpathsOfDirectory(atPath: server.directory + "/data/blobs")
     #expect(blobs.filter { $0.count > 60 }.isEmpty, "\(blobs)")
@@ -114,18 +115,19 @@ import Testing
     let server = try AttachmentServer { $0.attachments.profiles.tenantDefaults = ["acme": .gemini] }
     defer { server.stop() }
     let file = try Self.photo(in: server.directory)
-    let reply = try server.upload(file: file)
+    let reply = try server.post(file: file)
     let record = try #require(reply.json)
     let id = try #require(record["id"] as? String)
     #expect(record["profile"] as? String == "gemini")
     #expect(record["url"] as? String == "/v1/attachments/\(id)")
     #expect((record["signed_url"] as? String)?.contains("profile=") == false)
-    let plain = try server.curl("/v1/attachments/\(id)", ["-H", Self.key])
+    let plain = try server.client.execute("GET", "/v1/attachments/\(id)", headers: Self.key)
     #expect(Self.jpegSize(plain.body).map { [$0.0, $0.1] } == [1536, 1152])
-    let standard = try server.curl("/v1/attachments/\(id)?profile=default", ["-H", Self.key])
+    let standard = try server.client.execute(
+      "GET", "/v1/attachments/\(id)?profile=default", headers: Self.key)
     #expect(Self.jpegSize(standard.body).map { [$0.0, $0.1] } == [2000, 1500])
     // beta has no default of its own.
-    let beta = try #require(try server.upload(file: file, key: AttachmentServer.betaKey).json)
+    let beta = try #require(try server.post(file: file, key: AttachmentServer.betaKey).json)
     #expect(beta["profile"] as? String == "default")
   }
 
@@ -133,12 +135,13 @@ import Testing
     let server = try AttachmentServer { $0.attachments.publicBaseURL = "https://attachd.example/img" }
     defer { server.stop() }
     let directory = try LiveTesting.temporaryDirectory()
-    let file = try TokenBackend.smallPNG(in: directory, side: 40)
-    let reply = try server.curl(
-      "/v1/attachments?profile=openai", ["--data-binary", "@" + file, "-H", Self.key])
+    let file = [UInt8](
+      try Data(contentsOf: URL(fileURLWithPath: try TokenBackend.smallPNG(in: directory, side: 40))))
+    let reply = try server.client.execute(
+      "POST", "/v1/attachments?profile=openai", headers: Self.key, body: .bytes(file))
     let record = try #require(reply.json)
     let id = try #require(record["id"] as? String)
-    #expect(reply.headers["location"] == "https://attachd.example/img/v1/attachments/\(id)")
+    #expect(reply["location"] == "https://attachd.example/img/v1/attachments/\(id)")
     // A 40 px image is every profile's already: the default serves them all.
     #expect(record["url"] as? String == "https://attachd.example/img/v1/attachments/\(id)?profile=openai")
     let signed = try #require(record["signed_url"] as? String)
@@ -151,7 +154,7 @@ import Testing
     #expect(profiles["gemini"]?["sha256"] as? String == record["sha256"] as? String)
     // The signed link (relative to the server) works, profile and all.
     let path = String(signed.dropFirst("https://attachd.example/img".count))
-    #expect(try server.curl(path, []).status == 200)
+    #expect(try server.client.execute("GET", path).status == 200)
   }
 
   @Test(arguments: [
@@ -164,13 +167,13 @@ import Testing
   @Test func theOpenAPIDescriptionIsServedAsCommitted() throws {
     let server = try AttachmentServer()
     defer { server.stop() }
-    let reply = try server.curl("/openapi.json", [])
+    let reply = try server.client.execute("GET", "/openapi.json")
     #expect(reply.status == 200)
-    #expect(reply.headers["content-type"] == "application/json")
+    #expect(reply["content-type"] == "application/json")
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().deletingLastPathComponent()
     let committed = try Data(contentsOf: root.appendingPathComponent("Sources/App/OpenAPI/openapi.json"))
-    #expect(reply.body == committed)
+    #expect(Data(reply.body) == committed)
     let document = try #require(reply.json)
     #expect(document["openapi"] as? String == "3.1.0")
     // Every route the router knows is described, with every method it takes (the router's

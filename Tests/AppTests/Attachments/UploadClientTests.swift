@@ -24,12 +24,13 @@ struct UploadClientTests {
     return try pipeline.process([UInt8](try Corpus.data(name))).jpeg
   }
 
-  /// The stored bytes of `id`, fetched with the acme key.
+  /// The stored bytes of `id`, fetched with the acme key (in-process: what is checked is the
+  /// upload, not this read).
   static func fetch(_ server: AttachmentServer, _ id: String) throws -> [UInt8] {
-    let reply = try server.curl(
-      "/v1/attachments/\(id)", ["-H", AttachmentServer.bearer(AttachmentServer.acmeKey)])
+    let reply = try server.client.execute(
+      "GET", "/v1/attachments/\(id)", headers: AttachmentServer.auth(AttachmentServer.acmeKey))
     #expect(reply.status == 200)
-    return [UInt8](reply.body)
+    return reply.body
   }
 
   @Test func aRawCurlUploadIsStoredAsThePipelineOutputWithLocationAndRecord() throws {

@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import Storage
 import Synchronization
@@ -60,11 +61,11 @@ struct CrossNodeCrashTests {
 
     // Node B settles the upload: it waits for node A's lease to lapse, then answers.
     let client = ResumableClient(version: 6, key: Self.key, port: nodeB.port)
-    let connection = try RawHTTPClient(port: nodeB.port, timeout: 30)
+    let connection = try TestConnection.live(port: nodeB.port, timeout: 30)
     try connection.send(client.offsetRetrieval(path))
     let head = try connection.readResponse(forHead: true)
     #expect(head.status == 204)
-    let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
+    let offset = try #require(Int(head["Upload-Offset"] ?? ""))
     #expect(offset <= sender.sent, "offset \(offset) past the \(sender.sent) bytes sent")
     #expect(offset >= acknowledged, "offset \(offset) below the acknowledged \(acknowledged)")
     // The offset is backed by node A's parts and tail in the bucket (no tail when it fell on a
@@ -79,7 +80,7 @@ struct CrossNodeCrashTests {
     #expect(backed, "offset \(offset): parts \(left.parts), tails \(left.tails)")
     try connection.send(client.append(path, offset: offset, length: sender.body.count - offset))
     try connection.send(Array(sender.body[offset...]))
-    let (_, final) = try connection.readFinal()
+    let final = try connection.readFinal()
     #expect(final.status == 201, "\(final.status) \(final.text)")
 
     // Only the bytes the client sent below the offset can give the plain upload's record.
@@ -126,15 +127,15 @@ struct CrossNodeCrashTests {
   /// names an acknowledged offset) as they come, until the body is out or the connection dies.
   static func send(_ sender: Sender, port: Int) {
     defer { sender.done.signal() }
-    guard let connection = try? RawHTTPClient(port: port, timeout: 20) else { return }
+    guard let connection = try? TestConnection.live(port: port, timeout: 20) else { return }
     let client = ResumableClient(version: 6, key: key, port: port)
     guard (try? connection.send(client.creation(length: sender.body.count, contentType: "image/png"))) != nil,
-      let interim = try? connection.readResponse(), let location = interim.header("Location")
+      let interim = try? connection.readResponse(), let location = interim["Location"]
     else { return }
     sender.location.withLock { $0 = ResumableClient.path(of: location) }
     Thread.detachNewThread {
       while let response = try? connection.readResponse(), response.status == 104 {
-        if let offset = Int(response.header("Upload-Offset") ?? "") {
+        if let offset = Int(response["Upload-Offset"] ?? "") {
           sender.acknowledgedBytes.store(offset, ordering: .releasing)
         }
       }

@@ -1,3 +1,4 @@
+import AttachdTesting
 import Crypto
 import Foundation
 import Storage
@@ -86,11 +87,11 @@ struct CrossNodeUploadTests {
     let image = try Self.largeImage()
     let body = image.bytes
     let onA = ResumableClient(version: version, key: Self.key, port: TwoNodeCluster.port(cluster.a))
-    let first = try RawHTTPClient(port: onA.port)
+    let first = try TestConnection.live(port: onA.port)
     try first.send(onA.creation(length: body.count, contentType: "image/png"))
     let interim = try first.readResponse()
     #expect(interim.status == 104)
-    let location = try #require(interim.header("Location"))
+    let location = try #require(interim["Location"])
     try first.send(Array(body[0..<Self.cut]))
     // Let the bytes land before the drop, as a radio that stops mid-transfer would.
     usleep(100_000)
@@ -98,22 +99,22 @@ struct CrossNodeUploadTests {
 
     let path = ResumableClient.path(of: location)
     let onB = ResumableClient(version: version, key: Self.key, port: TwoNodeCluster.port(cluster.b))
-    let second = try RawHTTPClient(port: onB.port, timeout: 30)
+    let second = try TestConnection.live(port: onB.port, timeout: 30)
     try second.send(onB.offsetRetrieval(path))
     let offset = try second.readResponse(forHead: true)
     #expect(offset.status == 204)
     // Node B answers what node A received and committed when its client went: all of it.
-    #expect(offset.header("Upload-Offset") == String(Self.cut))
-    let resumeAt = try #require(Int(offset.header("Upload-Offset") ?? ""))
+    #expect(offset["Upload-Offset"] == String(Self.cut))
+    let resumeAt = try #require(Int(offset["Upload-Offset"] ?? ""))
     // What node B resumes from is what node A left in the bucket: a part and the tail after it.
     let left = try Self.inFlight(cluster.backends, path: path)
     #expect(left.parts == [S3Client.minimumPartSize] && left.tails == [Self.cut - S3Client.minimumPartSize])
     try second.send(onB.append(path, offset: resumeAt, length: body.count - resumeAt))
     try second.send(Array(body[resumeAt...]))
-    let (_, final) = try second.readFinal()
+    let final = try second.readFinal()
     #expect(final.status == 201, "\(final.status) \(final.text)")
     #expect(
-      final.header(version == 3 ? "Upload-Incomplete" : "Upload-Complete") == (version == 3 ? "?0" : "?1"))
+      final[version == 3 ? "Upload-Incomplete" : "Upload-Complete"] == (version == 3 ? "?0" : "?1"))
 
     // The append was node B's alone.
     #expect(try TwoNodeCluster.answered(cluster.b, route: "/v1/uploads", method: "PATCH", status: 201) == 1)
@@ -137,36 +138,36 @@ struct CrossNodeUploadTests {
     let body = image.bytes
     let portA = TwoNodeCluster.port(cluster.a)
     let portB = TwoNodeCluster.port(cluster.b)
-    let created = try TusWire(port: portA).request(
-      "POST", "/v1/tus", [TusServer.tus, TusServer.acme, ("Upload-Length", String(body.count))])
+    let created = try TusServer.request(
+      port: portA, "POST", "/v1/tus", [TusServer.tus, TusServer.acme, ("Upload-Length", String(body.count))])
     #expect(created.status == 201)
     let location = try #require(created["Location"])
     let path = try #require(URL(string: location)?.path)
 
     // A PATCH announcing every byte, cut after `cut` of them.
-    let first = try RawHTTPClient(port: portA)
-    let head = try TusWire(port: portA).head(
+    let first = try TestClient(.live(port: portA)).start(
       "PATCH", path,
-      [
-        TusServer.tus, TusServer.acme, TusServer.stream, ("Upload-Offset", "0"),
-        ("Content-Length", String(body.count)),
-      ])
-    try first.send(head)
+      headers: TusServer.headers(
+        port: portA,
+        [
+          TusServer.tus, TusServer.acme, TusServer.stream, ("Upload-Offset", "0"),
+          ("Content-Length", String(body.count)),
+        ]))
     try first.send(Array(body[0..<Self.cut]))
     usleep(100_000)
-    first.close()
+    first.cancel()
 
-    let onB = try TusWire(port: portB, timeout: 30)
-    let offset = try onB.request("HEAD", path, [TusServer.tus, TusServer.acme])
+    let offset = try TusServer.request(
+      port: portB, "HEAD", path, [TusServer.tus, TusServer.acme], timeout: 30)
     #expect(offset.status == 200)
     #expect(offset["Upload-Offset"] == String(Self.cut))
     let resumeAt = try #require(Int(offset["Upload-Offset"] ?? ""))
     let left = try Self.inFlight(cluster.backends, path: path)
     #expect(left.parts == [S3Client.minimumPartSize] && left.tails == [Self.cut - S3Client.minimumPartSize])
-    let appended = try onB.request(
-      "PATCH", path,
+    let appended = try TusServer.request(
+      port: portB, "PATCH", path,
       [TusServer.tus, TusServer.acme, TusServer.stream, ("Upload-Offset", String(resumeAt))],
-      body: Array(body[resumeAt...]))
+      body: Array(body[resumeAt...]), timeout: 30)
     #expect(appended.status == 204)
     #expect(appended["Upload-Offset"] == String(body.count))
     let attachment = try #require(appended["Content-Location"])
@@ -174,9 +175,9 @@ struct CrossNodeUploadTests {
     #expect(try TwoNodeCluster.answered(cluster.a, route: "/v1/tus", method: "PATCH", status: 204) == 0)
 
     // Node A answers the finished upload with the record node B made.
-    let record = try TusWire(port: portA).request("GET", path, [TusServer.tus, TusServer.acme])
+    let record = try TusServer.request(port: portA, "GET", path, [TusServer.tus, TusServer.acme])
     #expect(record.status == 200 && record["Content-Location"] == attachment)
-    let plain = try TusWire(port: portA).request("POST", "/v1/attachments", [TusServer.acme], body: body)
+    let plain = try TusServer.request(port: portA, "POST", "/v1/attachments", [TusServer.acme], body: body)
     #expect(plain.status == 201)
     let recordJSON = try #require(record.json)
     let plainJSON = try #require(plain.json)
@@ -192,29 +193,29 @@ struct CrossNodeUploadTests {
     let onA = ResumableClient(version: 6, key: Self.key, port: TwoNodeCluster.port(cluster.a))
     // The old connection stays open, silent after the cut (a dead radio link looks so to a
     // server): node A's writer holds the upload and has nothing more to commit.
-    let stale = try RawHTTPClient(port: onA.port, timeout: 30)
+    let stale = try TestConnection.live(port: onA.port, timeout: 30)
     try stale.send(onA.creation(length: body.count, contentType: "image/png"))
     let interim = try stale.readResponse()
     try stale.send(Array(body[0..<Self.cut]))
     // Long enough for node A's timer to have committed every byte that arrived.
     Thread.sleep(forTimeInterval: 2)
-    let path = ResumableClient.path(of: try #require(interim.header("Location")))
+    let path = ResumableClient.path(of: try #require(interim["Location"]))
 
     let onB = ResumableClient(version: 6, key: Self.key, port: TwoNodeCluster.port(cluster.b))
     let started = ContinuousClock.now
-    let connection = try RawHTTPClient(port: onB.port, timeout: 30)
+    let connection = try TestConnection.live(port: onB.port, timeout: 30)
     try connection.send(onB.offsetRetrieval(path))
     let offset = try connection.readResponse(forHead: true)
     let waited = ContinuousClock.now - started
-    #expect(offset.status == 204 && offset.header("Upload-Offset") == String(Self.cut))
+    #expect(offset.status == 204 && offset["Upload-Offset"] == String(Self.cut))
     // Node A let go at its next timer commit, not after the takeover wait (10 s) or the lease.
     #expect(waited < .seconds(5), "the offset took \(waited)")
     // The stale request was answered and its connection ended.
-    let (_, superseded) = try stale.readFinal()
+    let superseded = try stale.readFinal()
     #expect(superseded.status == 409 && superseded.json?["code"] as? String == "upload_superseded")
     try connection.send(onB.append(path, offset: Self.cut, length: body.count - Self.cut))
     try connection.send(Array(body[Self.cut...]))
-    let (_, final) = try connection.readFinal()
+    let final = try connection.readFinal()
     #expect(final.status == 201, "\(final.status) \(final.text)")
     let plain = try cluster.a.upload(file: image.path)
     #expect(ResumableInteropTests.facts(final.json) == ResumableInteropTests.facts(plain.json))
@@ -228,12 +229,12 @@ struct CrossNodeUploadTests {
     let client = ResumableClient(version: version, key: Self.key, port: cluster.proxy.port)
     let resumed = try client.interruptedUpload(image.bytes, cut: Self.cut, contentType: "image/png")
     // The upload URL names the balancer, not the node that made it.
-    let location = try #require(resumed.interim.header("Location"))
+    let location = try #require(resumed.interim["Location"])
     #expect(location.hasPrefix("http://127.0.0.1:\(cluster.proxy.port)/v1/uploads/upl_"), "\(location)")
     // HAProxy resets its side to the node when the client goes, and a reset drops what the
     // node's socket still held unread: the offset is what the node had read, never past the cut.
     #expect(resumed.offset.status == 204)
-    let offset = Int(resumed.offset.header("Upload-Offset") ?? "") ?? -1
+    let offset = Int(resumed.offset["Upload-Offset"] ?? "") ?? -1
     #expect(offset > 0 && offset <= Self.cut, "offset \(offset)")
     #expect(resumed.final.status == 201, "\(resumed.final.status) \(resumed.final.text)")
     // The balancer spread the upload's requests (creation, offset, append) over both nodes.
@@ -263,8 +264,8 @@ struct CrossNodeUploadTests {
     #expect(!cluster.nodes.contains { report.url.contains(":\(TwoNodeCluster.port($0))/") }, "\(report.url)")
     let touched = try cluster.nodes.map { try TwoNodeCluster.answered($0, route: "/v1/tus") }
     #expect(touched.allSatisfy { $0 > 0 }, "tus requests per node: \(touched)")
-    let plain = try TusWire(port: TwoNodeCluster.port(cluster.a)).request(
-      "POST", "/v1/attachments", [TusServer.acme], body: image.bytes)
+    let plain = try TusServer.request(
+      port: TwoNodeCluster.port(cluster.a), "POST", "/v1/attachments", [TusServer.acme], body: image.bytes)
     let plainJSON = try #require(plain.json)
     #expect(TusServer.content(record) == TusServer.content(plainJSON))
   }

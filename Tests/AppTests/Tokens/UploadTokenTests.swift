@@ -1,4 +1,6 @@
+import AttachdTesting
 import Foundation
+import HTTP
 import TestSupport
 import Testing
 
@@ -8,8 +10,9 @@ import Testing
   import FoundationNetworking
 #endif
 
-/// Phones with per-user upload tokens minted by a PyJWT backend, against the live server:
-/// uploads with curl and URLSession, ownership, and every refusal with its own code.
+/// Phones with per-user upload tokens minted by a PyJWT backend: uploads through the test
+/// client (in-process), curl and URLSession (live), ownership, and every refusal with its own
+/// code.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct UploadTokenTests {
   static func server(_ backend: TokenBackend, configure: (inout Application.Configuration) -> Void = { _ in })
@@ -23,8 +26,10 @@ struct UploadTokenTests {
 
   static func bearer(_ token: String) -> String { "Authorization: Bearer \(token)" }
 
+  static func auth(_ token: String) -> HTTPHeaders { AttachmentServer.auth(token) }
+
   /// A problem body without its per-request `instance`.
-  static func shape(_ reply: LiveTesting.Reply) -> [String: String] {
+  static func shape(_ reply: TestResponse) -> [String: String] {
     var json = (reply.json ?? [:]).compactMapValues { "\($0)" }
     json["instance"] = nil
     return json
@@ -36,41 +41,42 @@ struct UploadTokenTests {
     defer { server.stop() }
     let image = try TokenBackend.smallPNG(in: backend.directory)
     let tokens = try backend.mint([TokenBackend.acme("alice"), TokenBackend.acme("bob")])
-    let (alice, bob) = (Self.bearer(tokens[0]), Self.bearer(tokens[1]))
+    let (alice, bob) = (Self.auth(tokens[0]), Self.auth(tokens[1]))
+    let client = server.client
 
-    let uploaded = try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", alice])
+    let uploaded = try server.post(file: image, key: tokens[0])
     #expect(uploaded.status == 201)
     let id = try #require(uploaded.json?["id"] as? String)
     #expect(uploaded.json?["owner"] as? String == "alice")
     let path = "/v1/attachments/\(id)"
-    #expect(try server.curl(path, ["-H", alice]).status == 200)
-    #expect(try server.curl(path + "/meta", ["-H", alice]).json?["owner"] as? String == "alice")
+    #expect(try client.execute("GET", path, headers: alice).status == 200)
+    #expect(try client.execute("GET", path + "/meta", headers: alice).json?["owner"] as? String == "alice")
 
     // Bob, of the same tenant, gets exactly what a missing id gets, for GET, meta and DELETE.
     let missing = "/v1/attachments/att_00000000000000000000000000"
     for (route, method) in [("", "GET"), ("/meta", "GET"), ("", "DELETE")] {
-      let other = try server.curl(path + route, ["-X", method, "-H", bob])
-      let none = try server.curl(missing + route, ["-X", method, "-H", bob])
+      let other = try client.execute(method, path + route, headers: bob)
+      let none = try client.execute(method, missing + route, headers: bob)
       #expect(other.status == 404, "\(method) \(route)")
       #expect(Self.shape(other) == Self.shape(none))
-      #expect(other.headers["content-length"] == none.headers["content-length"])
+      #expect(other["content-length"] == none["content-length"])
     }
     // The tenant's key sees the whole tenant; another tenant sees nothing.
-    #expect(try server.curl(path, ["-H", AttachmentServer.bearer(AttachmentServer.acmeKey)]).status == 200)
-    #expect(try server.curl(path, ["-H", AttachmentServer.bearer(AttachmentServer.betaKey)]).status == 404)
+    #expect(
+      try client.execute("GET", path, headers: AttachmentServer.auth(AttachmentServer.acmeKey)).status == 200)
+    #expect(
+      try client.execute("GET", path, headers: AttachmentServer.auth(AttachmentServer.betaKey)).status == 404)
     // The signed link keeps working with no credential at all.
     let link = try #require(uploaded.json?["signed_url"] as? String)
-    #expect(try server.curl(link, []).status == 200)
+    #expect(try client.execute("GET", link).status == 200)
     // A key upload has no owner, so no token user sees it.
-    let keyed = try server.curl(
-      "/v1/attachments",
-      ["--data-binary", "@" + image, "-H", AttachmentServer.bearer(AttachmentServer.acmeKey)])
+    let keyed = try server.post(file: image)
     let keyedID = try #require(keyed.json?["id"] as? String)
     #expect(keyed.json?["owner"] is NSNull)
-    #expect(try server.curl("/v1/attachments/\(keyedID)", ["-H", alice]).status == 404)
+    #expect(try client.execute("GET", "/v1/attachments/\(keyedID)", headers: alice).status == 404)
 
-    #expect(try server.curl(path, ["-X", "DELETE", "-H", alice]).status == 204)
-    #expect(try server.curl(path, ["-H", alice]).status == 404)
+    #expect(try client.execute("DELETE", path, headers: alice).status == 204)
+    #expect(try client.execute("GET", path, headers: alice).status == 404)
   }
 
   @Test func anHS256TokenOfAnotherTenantWorksForItsOwnTenantOnly() throws {
@@ -83,15 +89,15 @@ struct UploadTokenTests {
         alg: "HS256", key: "hs",
         claims: ["iss": "gamma-backend", "sub": "carol", "scope": "upload read", "iat": 0, "exp": 300])
     ])
-    let carol = Self.bearer(tokens[0])
-    let uploaded = try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", carol])
+    let carol = Self.auth(tokens[0])
+    let uploaded = try server.post(file: image, key: tokens[0])
     #expect(uploaded.status == 201)
     let id = try #require(uploaded.json?["id"] as? String)
-    #expect(try server.curl("/v1/attachments/\(id)", ["-H", carol]).status == 200)
+    #expect(try server.client.execute("GET", "/v1/attachments/\(id)", headers: carol).status == 200)
     #expect(
-      try server.curl("/v1/attachments/\(id)", ["-H", AttachmentServer.bearer(AttachmentServer.acmeKey)])
-        .status
-        == 404)
+      try server.client.execute(
+        "GET", "/v1/attachments/\(id)", headers: AttachmentServer.auth(AttachmentServer.acmeKey)
+      ).status == 404)
   }
 
   @Test func eachBadTokenIsRefusedWithItsOwnCodeBeforeTheBodyIsRead() throws {
@@ -142,10 +148,9 @@ struct UploadTokenTests {
           server.base + "/v1/attachments",
         ], timeout: 20)
       #expect(String(decoding: written, as: UTF8.self) == "\(status) 0", "\(code)")
-      let reply = try server.curl(
-        "/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(token)])
+      let reply = try server.post(file: image, key: token)
       #expect(reply.status == status && reply.code == code, "expected \(code), got \(reply.code ?? "-")")
-      let challenge = reply.headers["www-authenticate"]
+      let challenge = reply["www-authenticate"]
       if status == 401 {
         #expect(challenge == #"Bearer error="invalid_token""#)
       } else {
@@ -168,26 +173,30 @@ struct UploadTokenTests {
       TokenBackend.acme("alice", extra: ["jti": "t-bytes", "max_bytes": .int(size * 2 - 1)]),
       TokenBackend.acme("alice", extra: ["jti": "t-tiny", "max_bytes": 100]),
     ])
-    let files = Self.bearer(tokens[0])
-    #expect(
-      try server.curl("/v1/attachments", ["--data-binary", "@" + notAnImage, "-H", files]).status == 415)
-    #expect(try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", files]).status == 201)
-    #expect(try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", files]).status == 201)
-    let third = try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", files])
+    let files = tokens[0]
+    #expect(try server.post(file: notAnImage, key: files).status == 415)
+    #expect(try server.post(file: image, key: files).status == 201)
+    #expect(try server.post(file: image, key: files).status == 201)
+    let third = try server.post(file: image, key: files)
     #expect(third.status == 403 && third.code == "token_max_files")
     // A multipart upload of two parts counts two files and their bytes.
-    let bytes = Self.bearer(tokens[1])
-    let two = try server.curl("/v1/attachments", ["-F", "a=@" + image, "-F", "b=@" + image, "-H", bytes])
+    let bytes = tokens[1]
+    var form = MultipartForm()
+    let png = [UInt8](try Data(contentsOf: URL(fileURLWithPath: image)))
+    form.addFile("a", filename: "a.png", png, contentType: "image/png")
+    form.addFile("b", filename: "b.png", png, contentType: "image/png")
+    let two = try server.client.execute(
+      "POST", "/v1/attachments", headers: Self.auth(bytes) + ["Content-Type": form.contentType],
+      body: .bytes(form.body))
     #expect(two.status == 403 && two.code == "token_max_bytes")
-    #expect(try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", bytes]).status == 201)
-    let second = try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", bytes])
+    #expect(try server.post(file: image, key: bytes).status == 201)
+    let second = try server.post(file: image, key: bytes)
     #expect(second.status == 403 && second.code == "token_max_bytes")
     // A body larger than the whole allowance is refused on its Content-Length, and chunked as it arrives.
-    let tiny = Self.bearer(tokens[2])
-    let declared = try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", tiny])
+    let tiny = tokens[2]
+    let declared = try server.post(file: image, key: tiny)
     #expect(declared.status == 403 && declared.code == "token_max_bytes")
-    let chunked = try server.curl(
-      "/v1/attachments", ["--data-binary", "@" + image, "-H", tiny, "-H", "Transfer-Encoding: chunked"])
+    let chunked = try server.post(file: image, key: tiny, chunked: true)
     #expect(chunked.status == 403 && chunked.code == "token_max_bytes")
     #expect(try server.app.attachments.store.statistics().attachments == 3)
   }
@@ -199,23 +208,16 @@ struct UploadTokenTests {
     let image = try TokenBackend.smallPNG(in: backend.directory)
     let tokens = try backend.mint([TokenBackend.acme("alice"), TokenBackend.acme("bob")])
     for _ in 0..<2 {
-      #expect(
-        try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[0])])
-          .status == 201)
+      #expect(try server.post(file: image, key: tokens[0]).status == 201)
     }
-    let over = try server.curl(
-      "/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[0])])
+    let over = try server.post(file: image, key: tokens[0])
     #expect(over.status == 429 && over.code == "daily_quota_files")
-    let retry = try #require(Int(over.headers["retry-after"] ?? ""))
+    let retry = try #require(Int(over["retry-after"] ?? ""))
     #expect((1...86_400).contains(retry))
-    #expect(
-      try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[1])]).status
-        == 201)
+    #expect(try server.post(file: image, key: tokens[1]).status == 201)
     // Tenant keys are not counted per user.
     for _ in 0..<3 {
-      let reply = try server.curl(
-        "/v1/attachments",
-        ["--data-binary", "@" + image, "-H", AttachmentServer.bearer(AttachmentServer.acmeKey)])
+      let reply = try server.post(file: image, key: AttachmentServer.acmeKey)
       #expect(reply.status == 201)
     }
   }
@@ -266,26 +268,20 @@ struct UploadTokenTests {
         alg: "HS256", key: "hs",
         claims: ["iss": "gamma-backend", "sub": "carol@example.com", "scope": "upload", "iat": 0, "exp": 300]),
     ])
-    let key = "Idempotency-Key: photo-1"
-    let alice = try server.curl(
-      "/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[0]), "-H", key])
-    let bob = try server.curl(
-      "/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[1]), "-H", key])
-    let again = try server.curl(
-      "/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[0]), "-H", key])
+    let key: HTTPHeaders = ["Idempotency-Key": "photo-1"]
+    let alice = try server.post(file: image, key: tokens[0], headers: key)
+    let bob = try server.post(file: image, key: tokens[1], headers: key)
+    let again = try server.post(file: image, key: tokens[0], headers: key)
     #expect(alice.status == 201 && bob.status == 201 && again.status == 201)
-    #expect(bob.headers["idempotent-replayed"] == nil && bob.json?["owner"] as? String == "bob@example.com")
+    #expect(bob["idempotent-replayed"] == nil && bob.json?["owner"] as? String == "bob@example.com")
     #expect(bob.json?["id"] as? String != alice.json?["id"] as? String)
-    #expect(again.headers["idempotent-replayed"] == "true" && again.body == alice.body)
+    #expect(again["idempotent-replayed"] == "true" && again.body == alice.body)
+    #expect(try server.post(file: image, key: tokens[2]).status == 401)
+    #expect(try server.post(file: image, key: tokens[3]).status == 201)
     #expect(
-      try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[2])]).status
-        == 401)
-    #expect(
-      try server.curl("/v1/attachments", ["--data-binary", "@" + image, "-H", Self.bearer(tokens[3])]).status
-        == 201)
-    #expect(
-      try server.curl("/v1/attachments", ["--data-binary", "not an image", "-H", Self.bearer(tokens[0])])
-        .status == 415)
+      try server.client.execute(
+        "POST", "/v1/attachments", headers: Self.auth(tokens[0]), body: .bytes(Array("not an image".utf8))
+      ).status == 415)
     server.stop()
     accessLog.flush()
     eventLog.flush()

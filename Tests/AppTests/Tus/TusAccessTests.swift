@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import TestSupport
 import Testing
@@ -11,7 +12,7 @@ struct TusAccessTests {
   typealias S = TusServer
 
   /// A problem body without its per-request `instance`.
-  static func shape(_ response: TusWire.Response) -> [String: String] {
+  static func shape(_ response: TestResponse) -> [String: String] {
     var json = (response.json ?? [:]).compactMapValues { "\($0)" }
     json["instance"] = nil
     return json
@@ -124,10 +125,9 @@ struct TusAccessTests {
     let path = try tus.create(length: 2000)
     let other = try tus.create(length: 2000)
     // A PATCH whose body is still coming holds the key's one slot.
-    let slow = try tus.wire()
-    try slow.send(
-      slow.head("PATCH", path, [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("Content-Length", "1000")])
-        + [UInt8](repeating: 1, count: 100))
+    let slow = try tus.start(
+      "PATCH", path, [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("Content-Length", "1000")])
+    try slow.send([UInt8](repeating: 1, count: 100))
     #expect(
       LiveTesting.waitUntil(seconds: 5) { tus.server.app.attachments.access.uploadsInFlight == 1 })
     let refused = try tus.patch(other, offset: 0, [1, 2, 3])
@@ -145,11 +145,9 @@ struct TusAccessTests {
     let path = try tus.create(length: 1000)
     let id = String(path.split(separator: "/").last!)
     let store = tus.server.app.uploads.store
-    let stale = try tus.wire()
-    try stale.send(
-      stale.head(
-        "PATCH", path, [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("Content-Length", "1000")])
-        + [UInt8](repeating: 1, count: 300))
+    let stale = try tus.start(
+      "PATCH", path, [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("Content-Length", "1000")])
+    try stale.send([UInt8](repeating: 1, count: 300))
     // Looked at without disturbing the writer: the timer commit acknowledges what arrived.
     #expect(LiveTesting.waitUntil(seconds: 5) { (try? store.state(tenant: "acme", id: id))??.offset == 300 })
     // The client thinks that connection is dead and asks where to resume: the request in

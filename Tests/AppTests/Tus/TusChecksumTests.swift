@@ -1,3 +1,4 @@
+import AttachdTesting
 import Crypto
 import Foundation
 import Testing
@@ -77,25 +78,18 @@ struct TusChecksumTests {
   }
 
   /// A chunked PATCH whose `Upload-Checksum` comes as a trailer.
-  static func trailerPatch(_ wire: TusWire, _ path: String, offset: Int, _ bytes: [UInt8], trailer: String?)
-    throws
-    -> TusWire.Response
+  static func trailerPatch(_ tus: TusServer, _ path: String, offset: Int, _ bytes: [UInt8], trailer: String?)
+    throws -> TestResponse
   {
-    var request = wire.head(
-      "PATCH", path,
-      [
-        S.tus, S.acme, S.stream, ("Upload-Offset", String(offset)), ("Transfer-Encoding", "chunked"),
-        ("Trailer", "Upload-Checksum"),
-      ])
+    let fields = [
+      S.tus, S.acme, S.stream, ("Upload-Offset", String(offset)), ("Transfer-Encoding", "chunked"),
+      ("Trailer", "Upload-Checksum"),
+    ]
+    let exchange = try tus.start("PATCH", path, fields)
     for piece in stride(from: 0, to: bytes.count, by: 1000) {
-      let part = bytes[piece..<min(bytes.count, piece + 1000)]
-      request += Array((String(part.count, radix: 16) + "\r\n").utf8) + part + Array("\r\n".utf8)
+      try exchange.send(Array(bytes[piece..<min(bytes.count, piece + 1000)]))
     }
-    request += Array("0\r\n".utf8)
-    if let trailer { request += Array("Upload-Checksum: \(trailer)\r\n".utf8) }
-    request += Array("\r\n".utf8)
-    try wire.send(request)
-    return try wire.response()
+    return try exchange.finish(trailers: trailer.map { ["Upload-Checksum": $0] } ?? [:])
   }
 
   @Test func aChecksumTrailerIsCheckedAfterTheBody() throws {
@@ -103,15 +97,13 @@ struct TusChecksumTests {
     defer { tus.stop() }
     let chunk = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 11) }
     let path = try tus.create(length: 10_000)
-    let wire = try tus.wire()
     let bad = try Self.trailerPatch(
-      wire, path, offset: 0, chunk, trailer: Self.checksum(Array(chunk.reversed()), .md5))
+      tus, path, offset: 0, chunk, trailer: Self.checksum(Array(chunk.reversed()), .md5))
     #expect(bad.status == 460)
-    let missing = try Self.trailerPatch(try tus.wire(), path, offset: 0, chunk, trailer: nil)
+    let missing = try Self.trailerPatch(tus, path, offset: 0, chunk, trailer: nil)
     #expect(missing.status == 400 && missing.code == "invalid_upload_checksum")
     #expect(try tus.request("HEAD", path, [S.tus, S.acme])["Upload-Offset"] == "0")
-    let good = try Self.trailerPatch(
-      try tus.wire(), path, offset: 0, chunk, trailer: Self.checksum(chunk, .sha1))
+    let good = try Self.trailerPatch(tus, path, offset: 0, chunk, trailer: Self.checksum(chunk, .sha1))
     #expect(good.status == 204 && good["Upload-Offset"] == "5000")
   }
 
@@ -122,13 +114,13 @@ struct TusChecksumTests {
     let access = tus.server.app.attachments.access
     for checksum in [nil, Self.checksum(chunk, .sha1)] {
       let path = try tus.create(length: 4000)
-      do {
-        let wire = try tus.wire()
-        var fields = [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("Content-Length", "4000")]
-        if let checksum { fields.append(("Upload-Checksum", checksum)) }
-        try wire.send(wire.head("PATCH", path, fields) + chunk[..<2500])
-        #expect(LiveTesting.waitUntil(seconds: 5) { access.uploadsInFlight == 1 })
-      }  // the connection closes here, mid-body
+      var fields = [S.tus, S.acme, S.stream, ("Upload-Offset", "0"), ("Content-Length", "4000")]
+      if let checksum { fields.append(("Upload-Checksum", checksum)) }
+      let cut = try tus.start("PATCH", path, fields, live: true)
+      try cut.send(Array(chunk[..<2500]))
+      #expect(LiveTesting.waitUntil(seconds: 5) { access.uploadsInFlight == 1 })
+      // The connection closes here, mid-body.
+      cut.cancel()
       // Once the server has let the request go, the offset says what was kept: every byte
       // that arrived, or none of a chunk that could not be verified.
       #expect(LiveTesting.waitUntil(seconds: 5) { access.uploadsInFlight == 0 })

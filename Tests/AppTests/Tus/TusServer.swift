@@ -1,10 +1,13 @@
+import AttachdTesting
 import Foundation
+import HTTP
 import TestSupport
 import Testing
 
 @testable import App
 
-/// An `AttachmentServer` with helpers for tus: exact requests over `TusWire`, small images.
+/// An `AttachmentServer` with helpers for tus: exact requests (in-process unless a test needs the
+/// socket), small images.
 struct TusServer {
   let server: AttachmentServer
   let port: Int
@@ -16,19 +19,41 @@ struct TusServer {
 
   init(configure: (inout Application.Configuration) -> Void = { _ in }) throws {
     server = try AttachmentServer(configure: configure)
-    port = Int(server.base.split(separator: ":").last!)!
+    port = server.port
   }
 
   func stop() { server.stop() }
 
-  /// A fresh connection.
-  func wire() throws -> TusWire { try TusWire(port: port) }
+  /// The request fields `fields` after the `Host` a tus client sends for 127.0.0.1:`port`
+  /// (upload URLs are made from it).
+  static func headers(port: Int, _ fields: [(String, String)]) -> HTTPHeaders {
+    HTTPHeaders([("Host", "127.0.0.1:\(port)")] + fields)
+  }
 
-  /// One request on a fresh connection.
+  /// One request (with `Content-Length` when `body` is given) through the in-process client.
   func request(_ method: String, _ path: String, _ fields: [(String, String)], body: [UInt8]? = nil) throws
-    -> TusWire.Response
+    -> TestResponse
   {
-    try wire().request(method, path, fields, body: body)
+    try server.client.execute(
+      method, path, headers: Self.headers(port: port, fields), body: body.map { .bytes($0) } ?? .empty)
+  }
+
+  /// One request over a socket to the server on 127.0.0.1:`port`.
+  static func request(
+    port: Int, _ method: String, _ path: String, _ fields: [(String, String)], body: [UInt8]? = nil,
+    timeout: Double = 10
+  ) throws -> TestResponse {
+    var configuration = TestClient.Configuration()
+    configuration.timeout = timeout
+    return try TestClient(.live(port: port), configuration: configuration).execute(
+      method, path, headers: headers(port: port, fields), body: body.map { .bytes($0) } ?? .empty)
+  }
+
+  /// A request whose body the test sends itself: in-process, or with `live` over the socket.
+  func start(_ method: String, _ path: String, _ fields: [(String, String)], live: Bool = false) throws
+    -> TestExchange
+  {
+    try (live ? server.live : server.client).start(method, path, headers: Self.headers(port: port, fields))
   }
 
   /// Creates an upload of `length` bytes (or deferred) with the acme key; returns its path.
@@ -47,7 +72,7 @@ struct TusServer {
     _ path: String, offset: Int, _ bytes: [UInt8], auth: (String, String) = acme,
     extra: [(String, String)] = []
   )
-    throws -> TusWire.Response
+    throws -> TestResponse
   {
     try request(
       "PATCH", path, [Self.tus, auth, Self.stream, ("Upload-Offset", String(offset))] + extra, body: bytes)

@@ -202,8 +202,8 @@ struct TuspyCrashTests {
     let resumedAt = try #require(report.patch_offsets.dropFirst().first)
     #expect(resumedAt > 0 && resumedAt < size, "resumed at \(resumedAt)")
     #expect(report.status == 200 && report.head_offset == String(size))
-    let plain = try TusWire(port: second.port).request(
-      "POST", "/v1/attachments", [("Authorization", "Bearer " + CrashTests.key)],
+    let plain = try TusServer.request(
+      port: second.port, "POST", "/v1/attachments", [("Authorization", "Bearer " + CrashTests.key)],
       body: Array(try Data(contentsOf: URL(fileURLWithPath: file))))
     #expect(plain.status == 201)
     #expect(TusServer.content(record) == TusServer.content(try #require(plain.json)))

@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import TestSupport
 import Testing
@@ -45,12 +46,12 @@ struct ResumableClient {
       "Content-Length: \(length)", "Upload-Draft-Interop-Version: \(version)", completeness(complete),
     ]
     if version >= 7 && complete { fields.append("Upload-Length: \(length)") }
-    return RawHTTPClient.head("POST /v1/attachments HTTP/1.1", fields + Self.urlSessionFields + extra)
+    return TestConnection.head("POST /v1/attachments HTTP/1.1", fields + Self.urlSessionFields + extra)
   }
 
   /// The offset-retrieval head.
   func offsetRetrieval(_ path: String) -> String {
-    RawHTTPClient.head(
+    TestConnection.head(
       "HEAD \(path) HTTP/1.1",
       ["Host: 127.0.0.1:\(port)", "Authorization: Bearer \(key)", "Upload-Draft-Interop-Version: \(version)"]
         + Self.urlSessionFields)
@@ -64,12 +65,12 @@ struct ResumableClient {
       "Upload-Offset: \(offset)", completeness(complete), "Content-Length: \(length)",
     ]
     if version >= 6 { fields.append("Content-Type: application/partial-upload") }
-    return RawHTTPClient.head("PATCH \(path) HTTP/1.1", fields + Self.urlSessionFields + extra)
+    return TestConnection.head("PATCH \(path) HTTP/1.1", fields + Self.urlSessionFields + extra)
   }
 
   /// The cancellation head.
   func cancellation(_ path: String) -> String {
-    RawHTTPClient.head(
+    TestConnection.head(
       "DELETE \(path) HTTP/1.1",
       ["Host: 127.0.0.1:\(port)", "Authorization: Bearer \(key)", "Upload-Draft-Interop-Version: \(version)"]
         + Self.urlSessionFields)
@@ -85,9 +86,9 @@ struct ResumableClient {
 
   /// What an interrupted upload saw: the creation's 104, the offset retrieval, the append's answer.
   struct Resumed {
-    var interim: RawHTTPClient.Response
-    var offset: RawHTTPClient.Response
-    var final: RawHTTPClient.Response
+    var interim: TestResponse
+    var offset: TestResponse
+    var final: TestResponse
     var sentBeforeDrop: Int
     var path: String
   }
@@ -96,7 +97,7 @@ struct ResumableClient {
   /// offset retrieval and an append of the rest, each on a new connection — as a phone does
   /// after a drop. `connect` picks the port (an HAProxy in front, or attachd itself).
   func interruptedUpload(_ body: [UInt8], cut: Int, contentType: String = "image/jpeg") throws -> Resumed {
-    let first = try RawHTTPClient(port: port)
+    let first = try TestConnection.live(port: port)
     try first.send(creation(length: body.count, contentType: contentType))
     // The 104 comes before any body byte is sent.
     let interim = try first.readResponse()
@@ -104,15 +105,15 @@ struct ResumableClient {
     // Let the bytes land before the drop, as a radio that stops mid-transfer would.
     usleep(100_000)
     first.close()
-    let location = try #require(interim.header("Location"))
+    let location = try #require(interim["Location"])
     let path = Self.path(of: location)
-    let second = try RawHTTPClient(port: port)
+    let second = try TestConnection.live(port: port)
     try second.send(offsetRetrieval(path))
     let offset = try second.readResponse(forHead: true)
-    let resumeAt = Int(offset.header("Upload-Offset") ?? "") ?? 0
+    let resumeAt = Int(offset["Upload-Offset"] ?? "") ?? 0
     try second.send(append(path, offset: resumeAt, length: body.count - resumeAt))
     try second.send(Array(body[resumeAt...]))
-    let (_, final) = try second.readFinal()
+    let final = try second.readFinal()
     return Resumed(interim: interim, offset: offset, final: final, sentBeforeDrop: cut, path: path)
   }
 }

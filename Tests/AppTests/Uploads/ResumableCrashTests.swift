@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import Synchronization
 import TestSupport
@@ -63,10 +64,10 @@ struct ResumableCrashTests {
     for sender in senders {
       let path = try #require(sender.path)
       let client = ResumableClient(version: 6, key: CrashTests.key, port: second.port)
-      let connection = try RawHTTPClient(port: second.port)
+      let connection = try TestConnection.live(port: second.port)
       try connection.send(client.offsetRetrieval(path))
       let head = try connection.readResponse(forHead: true)
-      let offset = try #require(Int(head.header("Upload-Offset") ?? ""))
+      let offset = try #require(Int(head["Upload-Offset"] ?? ""))
       #expect(offset <= sender.sent, "\(sender.name): offset \(offset) past the \(sender.sent) bytes sent")
       #expect(
         offset >= sender.acknowledged,
@@ -80,7 +81,7 @@ struct ResumableCrashTests {
       #expect(kept == Data(sender.body[0..<offset]), "\(sender.name): kept bytes differ from those sent")
       try connection.send(client.append(path, offset: offset, length: sender.body.count - offset))
       try connection.send(Array(sender.body[offset...]))
-      let (_, final) = try connection.readFinal()
+      let final = try connection.readFinal()
       #expect(final.status == 201, "\(sender.name): \(final.status) \(final.text)")
       #expect(ResumableInteropTests.facts(final.json) == plain[sender.name], "\(sender.name)")
     }
@@ -94,16 +95,16 @@ struct ResumableCrashTests {
   /// connection dies (the kill).
   static func send(_ sender: Sender, port: Int) {
     defer { sender.done.signal() }
-    guard let connection = try? RawHTTPClient(port: port, timeout: 2) else { return }
+    guard let connection = try? TestConnection.live(port: port, timeout: 2) else { return }
     let client = ResumableClient(version: 6, key: CrashTests.key, port: port)
     guard (try? connection.send(client.creation(length: sender.body.count))) != nil,
-      let interim = try? connection.readResponse(), let location = interim.header("Location")
+      let interim = try? connection.readResponse(), let location = interim["Location"]
     else { return }
     sender.path = ResumableClient.path(of: location)
     let reader = Thread {
       // Progress 104s name acknowledged (durable) offsets.
       while let response = try? connection.readResponse(), response.status == 104 {
-        if let offset = Int(response.header("Upload-Offset") ?? "") {
+        if let offset = Int(response["Upload-Offset"] ?? "") {
           sender.acknowledgedBytes.store(offset, ordering: .releasing)
         }
       }

@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import TestSupport
 import Testing
@@ -27,7 +28,7 @@ struct ResumableInteropTests {
 
   /// What a plain upload of `bytes` answers on `server`.
   static func plainFacts(_ server: AttachmentServer, _ name: String) throws -> [String] {
-    let reply = try server.upload(file: UploadClientTests.corpusPath(name))
+    let reply = try server.post(file: UploadClientTests.corpusPath(name))
     #expect(reply.status == 201)
     return facts(reply.json)
   }
@@ -38,33 +39,34 @@ struct ResumableInteropTests {
     defer { server.stop() }
     let client = Self.client(server, version: version)
     let body = [UInt8](try Corpus.data(Self.jpeg))
-    let connection = try RawHTTPClient(port: Self.port(server))
+    let connection = try TestConnection.live(port: Self.port(server))
     try connection.send(client.creation(length: body.count))
     // Sent before a byte of the body: read it before sending any.
     let interim = try connection.readResponse()
     #expect(interim.status == 104)
-    #expect(interim.header("Upload-Draft-Interop-Version") == String(version))
-    let location = try #require(interim.header("Location"))
+    #expect(interim["Upload-Draft-Interop-Version"] == String(version))
+    let location = try #require(interim["Location"])
     #expect(location.hasPrefix("http://127.0.0.1:\(Self.port(server))/v1/uploads/upl_"))
     if version >= 6 {
-      let limit = try #require(interim.header("Upload-Limit"))
+      let limit = try #require(interim["Upload-Limit"])
       let lifetimeKey = version == 6 ? "expires=" : "max-age="
       #expect(limit.contains("max-size=\(64 << 20)") && limit.contains(lifetimeKey), "\(limit)")
     } else {
-      #expect(interim.header("Upload-Limit") == nil)
+      #expect(interim["Upload-Limit"] == nil)
     }
     try connection.send(body)
-    let (progress, final) = try connection.readFinal()
-    #expect(progress.allSatisfy { $0.status == 104 && $0.header("Location") == nil })
+    let final = try connection.readFinal()
+    let progress = final.interim
+    #expect(progress.allSatisfy { $0.status == 104 && $0["Location"] == nil })
     #expect(final.status == 201)
-    #expect(final.header("Location")?.hasPrefix("/v1/attachments/att_") == true)
-    #expect(final.header("Content-Type") == "application/json")
+    #expect(final["Location"]?.hasPrefix("/v1/attachments/att_") == true)
+    #expect(final["Content-Type"] == "application/json")
     let field = version == 3 ? "Upload-Incomplete" : "Upload-Complete"
-    #expect(final.header(field) == (version == 3 ? "?0" : "?1"))
+    #expect(final[field] == (version == 3 ? "?0" : "?1"))
     if version <= 6 {
-      #expect(final.header("Upload-Offset") == String(body.count))
+      #expect(final["Upload-Offset"] == String(body.count))
     } else {
-      #expect(final.header("Upload-Offset") == nil)
+      #expect(final["Upload-Offset"] == nil)
     }
     #expect(Self.facts(final.json) == (try Self.plainFacts(server, Self.jpeg)))
   }
@@ -81,36 +83,36 @@ struct ResumableInteropTests {
     // Every byte that arrived before the drop is kept, and no more is claimed.
     let offsetAnswer = resumed.offset
     #expect(offsetAnswer.status == 204)
-    #expect(offsetAnswer.header("Upload-Offset") == String(cut))
-    #expect(offsetAnswer.header("Cache-Control") == "no-store")
-    #expect(offsetAnswer.header("Upload-Draft-Interop-Version") == String(version))
+    #expect(offsetAnswer["Upload-Offset"] == String(cut))
+    #expect(offsetAnswer["Cache-Control"] == "no-store")
+    #expect(offsetAnswer["Upload-Draft-Interop-Version"] == String(version))
     if version == 3 {
-      #expect(offsetAnswer.header("Upload-Incomplete") == "?1")
-      #expect(offsetAnswer.header("Upload-Complete") == nil)
+      #expect(offsetAnswer["Upload-Incomplete"] == "?1")
+      #expect(offsetAnswer["Upload-Complete"] == nil)
     } else {
-      #expect(offsetAnswer.header("Upload-Complete") == "?0")
-      #expect(offsetAnswer.header("Upload-Incomplete") == nil)
+      #expect(offsetAnswer["Upload-Complete"] == "?0")
+      #expect(offsetAnswer["Upload-Incomplete"] == nil)
     }
-    #expect(offsetAnswer.header("Upload-Length") == (version >= 6 ? String(body.count) : nil))
-    #expect((offsetAnswer.header("Upload-Limit") != nil) == (version >= 6))
+    #expect(offsetAnswer["Upload-Length"] == (version >= 6 ? String(body.count) : nil))
+    #expect((offsetAnswer["Upload-Limit"] != nil) == (version >= 6))
     let final = resumed.final
     #expect(final.status == 201)
     #expect(
-      final.header(version == 3 ? "Upload-Incomplete" : "Upload-Complete") == (version == 3 ? "?0" : "?1"))
-    #expect(final.header("Upload-Offset") == (version <= 6 ? String(body.count) : nil))
+      final[version == 3 ? "Upload-Incomplete" : "Upload-Complete"] == (version == 3 ? "?0" : "?1"))
+    #expect(final["Upload-Offset"] == (version <= 6 ? String(body.count) : nil))
     #expect(Self.facts(final.json) == (try Self.plainFacts(server, Self.jpeg)))
     // The record's bytes are the plain upload's too.
     let id = try #require(final.json?["id"] as? String)
     let expected = try UploadClientTests.expected(Self.jpeg, server.app.configuration.attachments)
     #expect(try UploadClientTests.fetch(server, id) == expected)
     // Afterwards the upload says it is complete, at its length.
-    let after = try RawHTTPClient(port: Self.port(server))
+    let after = try TestConnection.live(port: Self.port(server))
     try after.send(client.offsetRetrieval(resumed.path))
     let done = try after.readResponse(forHead: true)
     #expect(done.status == 204)
-    #expect(done.header("Upload-Offset") == String(body.count))
+    #expect(done["Upload-Offset"] == String(body.count))
     #expect(
-      done.header(version == 3 ? "Upload-Incomplete" : "Upload-Complete") == (version == 3 ? "?0" : "?1"))
+      done[version == 3 ? "Upload-Incomplete" : "Upload-Complete"] == (version == 3 ? "?0" : "?1"))
   }
 
   @Test(arguments: versions)
@@ -119,27 +121,27 @@ struct ResumableInteropTests {
     defer { server.stop() }
     let client = Self.client(server, version: version)
     let body = [UInt8](try Corpus.data(Self.jpeg))
-    let connection = try RawHTTPClient(port: Self.port(server))
+    let connection = try TestConnection.live(port: Self.port(server))
     // A careful creation: no bytes, not complete; the URL comes in the 201.
     try connection.send(client.creation(length: 0, complete: false))
-    let (_, created) = try connection.readFinal()
+    let created = try connection.readFinal()
     #expect(created.status == 201)
-    let location = try #require(created.header("Location"))
+    let location = try #require(created["Location"])
     #expect(location.hasPrefix("http://"))
     #expect(
-      created.header(version == 3 ? "Upload-Incomplete" : "Upload-Complete") == (version == 3 ? "?1" : "?0"))
+      created[version == 3 ? "Upload-Incomplete" : "Upload-Complete"] == (version == 3 ? "?1" : "?0"))
     let path = ResumableClient.path(of: location)
     let half = body.count / 2
     try connection.send(client.append(path, offset: 0, length: half, complete: false))
     try connection.send(Array(body[0..<half]))
-    let (_, partial) = try connection.readFinal()
+    let partial = try connection.readFinal()
     #expect(partial.status == (version >= 7 ? 204 : 201))
     #expect(
-      partial.header(version == 3 ? "Upload-Incomplete" : "Upload-Complete") == (version == 3 ? "?1" : "?0"))
-    #expect(partial.header("Upload-Offset") == (version <= 6 ? String(half) : nil))
+      partial[version == 3 ? "Upload-Incomplete" : "Upload-Complete"] == (version == 3 ? "?1" : "?0"))
+    #expect(partial["Upload-Offset"] == (version <= 6 ? String(half) : nil))
     try connection.send(client.append(path, offset: half, length: body.count - half))
     try connection.send(Array(body[half...]))
-    let (_, final) = try connection.readFinal()
+    let final = try connection.readFinal()
     #expect(final.status == 201)
     #expect(Self.facts(final.json) == (try Self.plainFacts(server, Self.jpeg)))
   }
@@ -149,18 +151,19 @@ struct ResumableInteropTests {
     let server = try AttachmentServer()
     defer { server.stop() }
     let body = [UInt8](try Corpus.data(Self.jpeg))
-    let connection = try RawHTTPClient(port: Self.port(server))
+    let connection = try TestConnection.live(port: Self.port(server))
     var fields = [
       "Host: x", AttachmentServer.bearer(AttachmentServer.acmeKey), "Content-Length: \(body.count)",
       "Upload-Complete: ?1",
     ]
     if version > 0 { fields.append("Upload-Draft-Interop-Version: \(version)") }
-    try connection.send(RawHTTPClient.head("POST /v1/attachments HTTP/1.1", fields))
+    try connection.send(TestConnection.head("POST /v1/attachments HTTP/1.1", fields))
     try connection.send(body)
-    let (interim, final) = try connection.readFinal()
+    let final = try connection.readFinal()
+    let interim = final.interim
     #expect(interim.isEmpty, "no 104 for an ordinary upload")
     #expect(final.status == 201)
-    #expect(final.header("Upload-Complete") == nil && final.header("Upload-Offset") == nil)
+    #expect(final["Upload-Complete"] == nil && final["Upload-Offset"] == nil)
     #expect(Self.facts(final.json) == (try Self.plainFacts(server, Self.jpeg)))
     #expect(SpooledUploadTests.spoolFiles(server).isEmpty)
   }

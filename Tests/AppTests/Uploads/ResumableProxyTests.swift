@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import TestSupport
 import Testing
@@ -24,13 +25,13 @@ struct ResumableProxyTests {
     let body = [UInt8](try Corpus.data(Interop.jpeg))
     let resumed = try client.interruptedUpload(body, cut: body.count / 2)
     #expect(resumed.interim.status == 104)
-    let location = try #require(resumed.interim.header("Location"))
+    let location = try #require(resumed.interim["Location"])
     #expect(location.hasPrefix("http://127.0.0.1:\(proxy.port)/v1/uploads/upl_"), "the URL names the proxy")
     #expect(resumed.offset.status == 204)
     // Whatever HAProxy had passed on when the client dropped: when the client goes, HAProxy resets
     // its side to attachd, so bytes still in its buffers are lost (under load, the 100 ms the
     // client waits before dropping is not always enough for all of them). Never more than was sent.
-    let offset = Int(resumed.offset.header("Upload-Offset") ?? "") ?? -1
+    let offset = Int(resumed.offset["Upload-Offset"] ?? "") ?? -1
     #expect(offset > 0 && offset <= body.count / 2, "offset \(offset) of \(body.count / 2) sent")
     #expect(resumed.final.status == 201)
     #expect(Interop.facts(resumed.final.json) == (try Interop.plainFacts(server, Interop.jpeg)))
@@ -44,15 +45,15 @@ struct ResumableProxyTests {
     defer { proxy.stop() }
     let client = ResumableClient(version: version, key: AttachmentServer.acmeKey, port: proxy.port)
     let body = [UInt8](try Corpus.data(Interop.jpeg))
-    let connection = try RawHTTPClient(port: proxy.port)
+    let connection = try TestConnection.live(port: proxy.port)
     try connection.send(client.creation(length: body.count, extra: ["X-Forwarded-Proto: https"]))
     let interim = try connection.readResponse()
     #expect(interim.status == 104)
-    #expect(interim.header("Upload-Draft-Interop-Version") == String(version))
+    #expect(interim["Upload-Draft-Interop-Version"] == String(version))
     // The proxy said the client spoke HTTPS to it.
-    #expect(interim.header("Location")?.hasPrefix("https://127.0.0.1:\(proxy.port)/v1/uploads/") == true)
+    #expect(interim["Location"]?.hasPrefix("https://127.0.0.1:\(proxy.port)/v1/uploads/") == true)
     try connection.send(body)
-    let (_, final) = try connection.readFinal()
+    let final = try connection.readFinal()
     #expect(final.status == 201)
     #expect(Interop.facts(final.json) == (try Interop.plainFacts(server, Interop.jpeg)))
   }

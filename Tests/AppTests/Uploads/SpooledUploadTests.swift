@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import TestSupport
 import Testing
@@ -41,20 +42,19 @@ struct SpooledUploadTests {
     let memory = try AttachmentServer()
     defer { memory.stop() }
     let path = UploadClientTests.corpusPath(Self.jpeg)
-    let a = try spooled.upload(file: path)
-    let b = try memory.upload(file: path)
+    let a = try spooled.post(file: path)
+    let b = try memory.post(file: path)
     #expect(a.status == 201 && b.status == 201)
     #expect(Self.facts(try #require(a.json)) == Self.facts(try #require(b.json)))
-    #expect(a.headers["content-type"] == b.headers["content-type"])
-    #expect(a.headers["location"]?.hasPrefix("/v1/attachments/att_") == true)
+    #expect(a["content-type"] == b["content-type"])
+    #expect(a["location"]?.hasPrefix("/v1/attachments/att_") == true)
     #expect(Self.spoolFiles(spooled).isEmpty)
   }
 
   @Test func aChunkedBodyCrossingTheThresholdIsSpooledFromThatPointOn() throws {
     let server = try Self.server(threshold: 64 << 10)
     defer { server.stop() }
-    let reply = try server.upload(
-      file: UploadClientTests.corpusPath(Self.jpeg), headers: ["Transfer-Encoding: chunked"])
+    let reply = try server.post(file: UploadClientTests.corpusPath(Self.jpeg), chunked: true)
     #expect(reply.status == 201)
     let id = try #require(reply.json?["id"] as? String)
     let expected = try UploadClientTests.expected(Self.jpeg, server.app.configuration.attachments)
@@ -66,17 +66,17 @@ struct SpooledUploadTests {
   func aSpooledMultipartBodyHasItsPartsCutOutOfTheMapping(chunked: Bool) throws {
     let server = try Self.server(threshold: chunked ? 100 << 10 : 1024)
     defer { server.stop() }
-    let bad = server.directory + "/notes.txt"
-    try Data("not an image at all".utf8).write(to: URL(fileURLWithPath: bad))
-    var arguments = [
-      "-H", AttachmentServer.bearer(AttachmentServer.acmeKey), "-F",
-      "file=@" + UploadClientTests.corpusPath(Self.jpeg), "-F", "file=@" + bad, "-F",
-      "file=@" + UploadClientTests.corpusPath(Self.png), "-F", "comment=ignored",
-    ]
-    if chunked { arguments += ["-H", "Transfer-Encoding: chunked"] }
-    let reply = try server.curl("/v1/attachments", arguments)
+    var form = MultipartForm()
+    form.addFile("file", filename: Self.jpeg, [UInt8](try Corpus.data(Self.jpeg)), contentType: "image/jpeg")
+    form.addFile("file", filename: "notes.txt", Array("not an image at all".utf8), contentType: "text/plain")
+    form.addFile("file", filename: Self.png, [UInt8](try Corpus.data(Self.png)), contentType: "image/png")
+    form.addField("comment", "ignored")
+    let reply = try server.client.execute(
+      "POST", "/v1/attachments",
+      headers: AttachmentServer.auth(AttachmentServer.acmeKey) + ["Content-Type": form.contentType],
+      body: chunked ? .chunked(form.body, size: 16 << 10) : .bytes(form.body))
     #expect(reply.status == 201)
-    let list = try #require(reply.jsonList)
+    let list = try #require(reply.jsonArray)
     #expect(list.count == 3)
     #expect(list[1]["code"] as? String == "unsupported_format")
     let first = try #require(list[0]["id"] as? String)
@@ -93,8 +93,7 @@ struct SpooledUploadTests {
       config.attachments.maxUploadBytes = 20_000
     }
     defer { server.stop() }
-    let reply = try server.upload(
-      file: UploadClientTests.corpusPath(Self.jpeg), headers: ["Transfer-Encoding: chunked"])
+    let reply = try server.post(file: UploadClientTests.corpusPath(Self.jpeg), chunked: true)
     #expect(reply.status == 413)
     #expect(reply.code == "payload_too_large")
     #expect(LiveTesting.waitUntil(seconds: 5) { Self.spoolFiles(server).isEmpty })
@@ -103,14 +102,12 @@ struct SpooledUploadTests {
   @Test func aSpooledBodyWhoseClientLeavesIsDeleted() throws {
     let server = try Self.server()
     defer { server.stop() }
-    let port = Int(server.base.split(separator: ":").last!)!
-    let client = try RawHTTPClient(port: port)
-    try client.send(
-      "POST /v1/attachments HTTP/1.1\r\nHost: x\r\n\(AttachmentServer.bearer(AttachmentServer.acmeKey))\r\n"
-        + "Content-Length: 100000\r\n\r\n")
+    let client = try server.live.start(
+      "POST", "/v1/attachments", headers: AttachmentServer.auth(AttachmentServer.acmeKey),
+      framing: .contentLength(100_000))
     try client.send([UInt8](repeating: 0xFF, count: 30_000))
     #expect(LiveTesting.waitUntil(seconds: 5) { !Self.spoolFiles(server).isEmpty })
-    client.close()
+    client.cancel()
     #expect(LiveTesting.waitUntil(seconds: 5) { Self.spoolFiles(server).isEmpty })
     #expect(server.app.uploads.engine.streamingBodies == 0)
   }
@@ -119,13 +116,13 @@ struct SpooledUploadTests {
     let server = try Self.server()
     defer { server.stop() }
     let path = UploadClientTests.corpusPath(Self.png)
-    let first = try server.upload(file: path, headers: ["Idempotency-Key: spool-1"])
-    let second = try server.upload(file: path, headers: ["Idempotency-Key: spool-1"])
+    let first = try server.post(file: path, headers: ["Idempotency-Key": "spool-1"])
+    let second = try server.post(file: path, headers: ["Idempotency-Key": "spool-1"])
     #expect(first.status == 201 && second.status == 201)
     #expect(first.body == second.body)
-    #expect(second.headers["idempotent-replayed"] == "true")
-    let other = try server.upload(
-      file: UploadClientTests.corpusPath(Self.jpeg), headers: ["Idempotency-Key: spool-1"])
+    #expect(second["idempotent-replayed"] == "true")
+    let other = try server.post(
+      file: UploadClientTests.corpusPath(Self.jpeg), headers: ["Idempotency-Key": "spool-1"])
     #expect(other.status == 422)
   }
 }

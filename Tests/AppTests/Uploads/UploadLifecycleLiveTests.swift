@@ -1,3 +1,4 @@
+import AttachdTesting
 import Foundation
 import TestSupport
 import Testing
@@ -17,7 +18,7 @@ struct UploadLifecycleLiveTests {
 
   /// `attachd_rejections_total{code="cancelled"}` now.
   static func cancelledCount(_ server: AttachmentServer) throws -> Int {
-    let metrics = try server.curl("/metrics", [])
+    let metrics = try server.client.execute("GET", "/metrics")
     let text = String(decoding: metrics.body, as: UTF8.self)
     let line = text.split(separator: "\n").first {
       $0.hasPrefix("attachd_rejections_total{code=\"cancelled\"}")
@@ -27,7 +28,7 @@ struct UploadLifecycleLiveTests {
 
   /// `attachd_memory_budget_bytes_in_use` now: above 0 while an image is in the pipeline.
   static func budgetInUse(_ server: AttachmentServer) throws -> Int {
-    let metrics = try server.curl("/metrics", [])
+    let metrics = try server.client.execute("GET", "/metrics")
     let text = String(decoding: metrics.body, as: UTF8.self)
     let line = text.split(separator: "\n").first { $0.hasPrefix("attachd_memory_budget_bytes_in_use ") }
     return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
@@ -41,11 +42,12 @@ struct UploadLifecycleLiveTests {
   func aCreationWithoutACredentialAnnouncingAHugeBodyIs401BeforeAnyByte(version: Int?) throws {
     let server = try AttachmentServer()
     defer { server.stop() }
-    let connection = try RawHTTPClient(port: Interop.port(server))
+    let connection = try TestConnection.live(port: Interop.port(server))
     var fields = ["Host: x", "Content-Length: 104857600"]
     if let version { fields += ["Upload-Draft-Interop-Version: \(version)", "Upload-Complete: ?1"] }
-    try connection.send(RawHTTPClient.head("POST /v1/attachments HTTP/1.1", fields))
-    let (interim, final) = try connection.readFinal()
+    try connection.send(TestConnection.head("POST /v1/attachments HTTP/1.1", fields))
+    let final = try connection.readFinal()
+    let interim = final.interim
     #expect(interim.isEmpty, "no 104 (and no 100) for a refused request")
     #expect(final.status == 401)
     #expect(SpooledUploadTests.spoolFiles(server).isEmpty)
@@ -60,12 +62,12 @@ struct UploadLifecycleLiveTests {
     defer { server.stop() }
     let client = Interop.client(server, version: 6)
     // Plain, spooled (Content-Length over the threshold): 100 bytes every 200 ms is 500 B/s.
-    let plain = try RawHTTPClient(port: client.port)
+    let plain = try TestConnection.live(port: client.port)
     try plain.send(
-      RawHTTPClient.head(
+      TestConnection.head(
         "POST /v1/attachments HTTP/1.1",
         ["Host: x", AttachmentServer.bearer(AttachmentServer.acmeKey), "Content-Length: 100000"]))
-    let resumable = try RawHTTPClient(port: client.port)
+    let resumable = try TestConnection.live(port: client.port)
     try resumable.send(client.creation(length: 100_000))
     let interim = try resumable.readResponse()
     var sent = 0
@@ -74,12 +76,12 @@ struct UploadLifecycleLiveTests {
       if (try? resumable.send([UInt8](repeating: 2, count: 100))) != nil { sent += 100 }
       usleep(200_000)
     }
-    #expect(try plain.readFinal().final.status == 408)
-    #expect(try resumable.readFinal().final.status == 408)
+    #expect(try plain.readFinal().status == 408)
+    #expect(try resumable.readFinal().status == 408)
     // Every byte the resumable upload received is kept; the plain spool is gone.
-    let path = ResumableClient.path(of: try #require(interim.header("Location")))
-    let offset = try ResumableRulesTests.exchange(client.port, client.offsetRetrieval(path), forHead: true)
-    let kept = try #require(Int(offset.header("Upload-Offset") ?? ""))
+    let path = ResumableClient.path(of: try #require(interim["Location"]))
+    let offset = try ResumableRulesTests.exchange(server, client.offsetRetrieval(path))
+    let kept = try #require(Int(offset["Upload-Offset"] ?? ""))
     #expect(kept > 0 && kept <= sent)
     #expect(LiveTesting.waitUntil(seconds: 5) { SpooledUploadTests.spoolFiles(server).count == 1 })
     #expect(try Self.storedCount(server) == 0)
@@ -96,13 +98,15 @@ struct UploadLifecycleLiveTests {
     defer { server.stop() }
     let body = [UInt8](try Corpus.data(Self.slowImage))
     let before = try Self.cancelledCount(server)
-    let connection = try RawHTTPClient(port: Interop.port(server))
+    let connection = try TestConnection.live(port: Interop.port(server))
     try connection.send(
-      RawHTTPClient.head(
+      TestConnection.head(
         "POST /v1/attachments HTTP/1.1",
         ["Host: x", AttachmentServer.bearer(AttachmentServer.acmeKey), "Content-Length: \(body.count)"]))
     try connection.send(body)
-    // Leave once the image is in the pipeline (its memory is reserved), however busy the machine.
+    // Leave once the image is in the pipeline (its memory is reserved), however busy the machine:
+    // this server's worker has it (the budget is process-wide, shared with other tests).
+    #expect(LiveTesting.waitUntil(seconds: 30) { server.serverCPUJobs > 0 })
     #expect(LiveTesting.waitUntil(seconds: 30) { ((try? Self.budgetInUse(server)) ?? 0) > 0 })
     connection.close()
     #expect(LiveTesting.waitUntil(seconds: 60) { ((try? Self.cancelledCount(server)) ?? 0) > before })
@@ -115,22 +119,23 @@ struct UploadLifecycleLiveTests {
     let client = Interop.client(server, version: 8)
     let body = [UInt8](try Corpus.data(Self.slowImage))
     let before = try Self.cancelledCount(server)
-    let connection = try RawHTTPClient(port: client.port)
+    let connection = try TestConnection.live(port: client.port)
     try connection.send(client.creation(length: body.count, contentType: "image/heic"))
     let interim = try connection.readResponse()
     try connection.send(body)
+    #expect(LiveTesting.waitUntil(seconds: 30) { server.serverCPUJobs > 0 })
     #expect(LiveTesting.waitUntil(seconds: 30) { ((try? Self.budgetInUse(server)) ?? 0) > 0 })
     connection.close()
     #expect(LiveTesting.waitUntil(seconds: 60) { ((try? Self.cancelledCount(server)) ?? 0) > before })
     #expect(try Self.storedCount(server) == 0)
     // Every byte is in and the upload is complete; its processing was given back, so the
     // completion asked for again runs it to the end.
-    let path = ResumableClient.path(of: try #require(interim.header("Location")))
-    let head = try ResumableRulesTests.exchange(client.port, client.offsetRetrieval(path), forHead: true)
-    #expect(head.header("Upload-Complete") == "?1" && head.header("Upload-Offset") == String(body.count))
-    let retry = try RawHTTPClient(port: client.port, timeout: 60)
+    let path = ResumableClient.path(of: try #require(interim["Location"]))
+    let head = try ResumableRulesTests.exchange(server, client.offsetRetrieval(path))
+    #expect(head["Upload-Complete"] == "?1" && head["Upload-Offset"] == String(body.count))
+    let retry = try TestConnection.live(port: client.port, timeout: 60)
     try retry.send(client.append(path, offset: body.count, length: 0))
-    let (_, final) = try retry.readFinal()
+    let final = try retry.readFinal()
     #expect(final.status == 201)
     #expect(try Self.storedCount(server) == 1)
   }
