@@ -107,7 +107,10 @@ let package = Package(
     // the repository, nothing to ship beside the executable.
     .target(
       name: "App",
-      dependencies: ["HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "SystemCalls", "Uploads"],
+      dependencies: [
+        "HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "SystemCalls", "Uploads", "Sandbox",
+        "PipelineSandbox",
+      ],
       resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
     .executableTarget(

@@ -10,6 +10,7 @@ extension Application {
     public var signing = SignedURL.Configuration()
     public var attachments = AttachmentOptions()
     public var uploads = UploadOptions()
+    public var sandbox = SandboxOptions()
     public var log = LogOptions()
     public var cors = CORSPolicy.Configuration()
 
@@ -30,6 +31,7 @@ extension Application {
       try signing.validate()
       try attachments.validate()
       try uploads.validate()
+      try sandbox.validate()
       try log.validate()
       try cors.validate()
     }

@@ -1,6 +1,8 @@
 import Foundation
 import HTTP
 import ImagePipeline
+import PipelineSandbox
+import Sandbox
 import Server
 import Storage
 import Uploads
@@ -33,6 +35,8 @@ public final class Application: HTTPHandler {
   public let uploads: Uploads
   /// The stores (attachments, uploads, readiness probe).
   public let backends: StorageBackends
+  /// The decode sandbox every image goes through (its helper and one child per decode).
+  public let sandbox: Sandbox
   let sweeper: Sweeper
   let router: Router<Route>
   let requestIDs = RequestIDs()
@@ -75,9 +79,16 @@ public final class Application: HTTPHandler {
       for (tenant, seconds) in options.tenantRetention.sorted(by: { $0.key < $1.key }) {
         try store.setRetention(TimeInterval(seconds), tenant: tenant)
       }
+      let sandbox = Sandbox(configuration: configuration.sandbox.sandboxConfiguration()) { line in
+        eventLog.info(line)
+      }
+      self.sandbox = sandbox
+      let imaging = SandboxedPipeline(
+        pipeline: try Pipeline(configuration: options.pipelineConfiguration()), sandbox: sandbox
+      ) { report in Self.record(report, metrics: metrics, eventLog: eventLog) }
       let service = AttachmentService(
-        store: store, pipeline: try Pipeline(configuration: options.pipelineConfiguration()), access: control,
-        metrics: metrics, options: options, eventLog: eventLog)
+        store: store, imaging: imaging, access: control, metrics: metrics, options: options,
+        eventLog: eventLog)
       attachments = service
       uploads = try Uploads(
         configuration: configuration.uploadsConfiguration(), store: backends.uploads, idempotency: store,
@@ -86,6 +97,7 @@ public final class Application: HTTPHandler {
       sweeper = Sweeper(
         store: store, uploads: backends.uploads, interval: Double(options.sweepInterval), eventLog: eventLog)
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
+      metrics.registry.onCollect { [weak sandbox] in metrics.sandboxUp.set(sandbox?.layers == nil ? 0 : 1) }
     } catch {
       throw StartError(
         description: String(describing: error), isUnavailable: (error as? StorageError)?.code == .unavailable)
@@ -123,6 +135,10 @@ public final class Application: HTTPHandler {
   func readinessResponse(requestID: String) -> HTTPResponse {
     var problem = readiness.check()
     if problem == nil, let reason = backends.probe.problem() { problem = .notReady(reason: reason) }
+    // A helper starting (the server's own start, or a restart) takes milliseconds.
+    if problem == nil, !sandbox.waitUntilReady(seconds: 1) {
+      problem = .notReady(reason: "no decode sandbox: " + (sandbox.lastFailure ?? "its helper is starting"))
+    }
     guard let problem else { return Self.ready }
     if case .notReady(let reason) = problem {
       eventLog.warning("not ready", fields: [("request_id", requestID), ("reason", reason)])
@@ -157,16 +173,37 @@ public final class Application: HTTPHandler {
       status: request.status, requestBytes: 0, responseBytes: Int(clamping: request.bytesOut))
   }
 
+  /// Waits up to `seconds` for the decode sandbox and logs which layers it runs under (or
+  /// why it has none: then uploads answer 503 and `/readyz` says why).
+  public func logSandbox(waitingUpTo seconds: Double) {
+    guard sandbox.waitUntilReady(seconds: seconds), let layers = sandbox.layers else {
+      eventLog.warning(
+        "no decode sandbox", fields: [("reason", sandbox.lastFailure ?? "its helper did not start in time")])
+      return
+    }
+    var fields = [
+      ("seccomp", "kill by default"), ("rlimits", "address space, CPU, no files, no core"),
+      ("uid", String(layers.uid)), ("user_namespace", String(layers.userNamespace)),
+      ("network_namespace", String(layers.networkNamespace)), ("ipc_namespace", String(layers.ipcNamespace)),
+      ("mount_namespace", String(layers.mountNamespace)), ("pid_namespace", String(layers.pidNamespace)),
+      ("landlock_abi", String(layers.landlockABI)),
+    ]
+    if !layers.notes.isEmpty { fields.append(("notes", layers.notes.joined(separator: "; "))) }
+    eventLog.info("decode sandbox", fields: fields)
+  }
+
   /// Starts the retention sweeper and the upload commit timer (`makeServer` does this).
   public func startBackgroundWork() {
     sweeper.start()
     uploads.start()
   }
 
-  /// Stops the sweeper and the upload commit timer; call once the server has stopped.
+  /// Stops the sweeper, the upload commit timer and the decode sandbox; call once the server
+  /// has stopped.
   public func stopBackgroundWork() {
     sweeper.stop()
     uploads.stop()
+    sandbox.stop()
   }
 
   /// One event-log line when opening the upload store repaired something a crash left.

@@ -281,6 +281,17 @@ public struct ConfigurationKey: Sendable {
       summary: "libavcodec threads per HEIC picture on the HEVC path", range: 1...64,
       \.attachments.hevcThreads),
     .integer(
+      "sandbox.memoryLimit", env: "ATTACHD_SANDBOX_MEMORY_LIMIT", flag: nil,
+      summary: "address space of one decoding child, bytes (→ 413 decoder_memory_limit)",
+      range: (64 << 20)...(1 << 40), \.sandbox.memoryLimit),
+    .integer(
+      "sandbox.cpuSeconds", env: "ATTACHD_SANDBOX_CPU_SECONDS", flag: nil,
+      summary: "CPU seconds of one decoding child (→ 503 deadline_exceeded)", range: 1...3600,
+      \.sandbox.cpuSeconds),
+    .text(
+      "sandbox.helper", env: "ATTACHD_SANDBOX_HELPER", flag: nil,
+      summary: "the sandbox helper executable (empty: attachd itself)", \.sandbox.helper),
+    .integer(
       "attachments.cacheMaxAge", env: "ATTACHD_CACHE_MAX_AGE", flag: nil,
       summary: "Cache-Control max-age of a served image, s", range: 0...31_536_000, \.attachments.cacheMaxAge),
     .integer(

@@ -24,7 +24,8 @@ enum PipelineWire {
     out.u32(UInt32(configuration.heifThreads))
     out.u32(UInt32(configuration.hevcThreads))
     out.byte(configuration.losslessJPEG ? 1 : 0)
-    out.u64(UInt64(configuration.deadline.components.seconds))
+    let (seconds, attoseconds) = configuration.deadline.components
+    out.u64(UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000))
     out.u32(UInt32(profiles.count))
     for profile in profiles { out.string(profile.rawValue) }
     return out.buffer
@@ -49,7 +50,7 @@ enum PipelineWire {
     configuration.heifThreads = Int(try reader.u32())
     configuration.hevcThreads = Int(try reader.u32())
     configuration.losslessJPEG = try reader.byte() != 0
-    configuration.deadline = .seconds(Int64(try reader.u64()))
+    configuration.deadline = .nanoseconds(Int64(clamping: try reader.u64()))
     configuration.memoryBudget = MemoryBudget(capacity: Int.max / 2)
     var profiles: [ModelProfile] = []
     for _ in 0..<min(try reader.u32(), 64) {

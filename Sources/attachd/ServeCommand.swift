@@ -78,6 +78,7 @@ enum ServeCommand {
         ("data_dir", configuration.storage.dataDirectory), ("storage", configuration.storageSummary),
         ("version", Application.version),
       ])
+    application.logSandbox(waitingUpTo: 10)
     defer {
       application.accessLog.flush()
       application.eventLog.flush()

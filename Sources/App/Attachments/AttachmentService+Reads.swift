@@ -55,7 +55,7 @@ extension AttachmentService {
     case .success(let record):
       let chosen = profile ?? options.profiles.defaultProfile(for: tenant)
       do {
-        let served = try image(of: record, profile: chosen, cancellation: PipelineCancellation(cancellation))
+        let served = try image(of: record, profile: chosen, cancellation: cancellation)
         return serve(served, head: head, context: context)
       } catch {
         return problem(error, context)
@@ -71,7 +71,7 @@ extension AttachmentService {
     return .offload { [self] cancellation in
       metaResponse(
         tenant: caller.tenant, viewer: caller.viewer, id: id, profile: profile,
-        cancellation: PipelineCancellation(cancellation), requestID: requestID)
+        cancellation: cancellation, requestID: requestID)
     }
   }
 
@@ -80,7 +80,7 @@ extension AttachmentService {
   /// worker).
   func metaResponse(
     tenant: String, viewer: Viewer, id: String, profile: ModelProfile?,
-    cancellation: PipelineCancellation = PipelineCancellation(), requestID: String
+    cancellation: RequestCancellation? = nil, requestID: String
   ) -> HTTPResponse {
     switch lookup(tenant: tenant, viewer: viewer, id: id, requestID: requestID) {
     case .failure(let failure): return failure.response

@@ -1,5 +1,6 @@
 import Foundation
 import ImagePipeline
+import Sandbox
 import Server
 import Storage
 
@@ -41,7 +42,7 @@ extension AttachmentService {
 
   /// The stored renditions of `record`, with `profile`'s made now if it needs one and has none.
   func renditions(
-    of record: AttachmentRecord, ensuring profile: ModelProfile, cancellation: PipelineCancellation
+    of record: AttachmentRecord, ensuring profile: ModelProfile, cancellation: RequestCancellation?
   )
     throws -> [String: Rendition]
   {
@@ -51,7 +52,7 @@ extension AttachmentService {
       return renditions
     }
     let stored = try store.read(record)
-    for made in try pipeline.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation) {
+    for made in try imaging.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation) {
       guard
         let row = try store.storeRendition(
           of: record, profile: made.profile.rawValue, bytes: made.jpeg, width: made.width, height: made.height
@@ -64,7 +65,7 @@ extension AttachmentService {
 
   /// The image `profile` serves for `record`: its rendition (made now if missing) or the
   /// stored default.
-  func image(of record: AttachmentRecord, profile: ModelProfile, cancellation: PipelineCancellation) throws
+  func image(of record: AttachmentRecord, profile: ModelProfile, cancellation: RequestCancellation?) throws
     -> ServedImage
   {
     let renditions = try renditions(of: record, ensuring: profile, cancellation: cancellation)
@@ -82,10 +83,5 @@ struct ServedImage {
   var contentType: String
 }
 
-extension PipelineCancellation {
-  /// A pipeline cancellation raised when the request's client goes away.
-  convenience init(_ request: RequestCancellation) {
-    self.init()
-    request.onCancel { [self] in cancel() }
-  }
-}
+/// A request whose client left stops its decoding child.
+extension RequestCancellation: SandboxCancellation {}

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTP
 import ImagePipeline
+import PipelineSandbox
 import Server
 import Storage
 import Synchronization
@@ -15,7 +16,10 @@ import Uploads
 /// `sendfile` by the loop).
 public final class AttachmentService: Sendable {
   public let store: AttachmentStore
+  /// The pipeline's settings and memory budget.
   public let pipeline: Pipeline
+  /// The pipeline through the decode sandbox: every decode of an upload or a rendition.
+  public let imaging: SandboxedPipeline
   public let access: AccessControl
   public let metrics: AttachdMetrics
   public let options: Application.AttachmentOptions
@@ -26,11 +30,12 @@ public final class AttachmentService: Sendable {
   static let statisticsLifetime: TimeInterval = 5
 
   public init(
-    store: AttachmentStore, pipeline: Pipeline, access: AccessControl, metrics: AttachdMetrics,
+    store: AttachmentStore, imaging: SandboxedPipeline, access: AccessControl, metrics: AttachdMetrics,
     options: Application.AttachmentOptions, eventLog: EventLog
   ) {
     self.store = store
-    self.pipeline = pipeline
+    self.imaging = imaging
+    self.pipeline = imaging.pipeline
     self.access = access
     self.metrics = metrics
     self.options = options
@@ -43,7 +48,7 @@ public final class AttachmentService: Sendable {
   /// upload became, file by file. The user's allowances are counted first (refused files are
   /// given back); the pipeline stops between steps and tiles once `cancellation` is cancelled
   /// (the client left), and a stopped run stores nothing.
-  func process(_ upload: ReceivedUpload, as caller: AttachmentCaller, cancellation: PipelineCancellation)
+  func process(_ upload: ReceivedUpload, as caller: AttachmentCaller, cancellation: RequestCancellation)
     -> UploadOutcome
   {
     let hold: UsageLimiter.Hold
@@ -69,11 +74,11 @@ public final class AttachmentService: Sendable {
   /// returned, not thrown, so a multipart upload goes on. A run stopped by its deadline or
   /// `cancellation` stores nothing.
   private func processOne(
-    _ bytes: UploadedFile, caller: AttachmentCaller, requestID: String, cancellation: PipelineCancellation
+    _ bytes: UploadedFile, caller: AttachmentCaller, requestID: String, cancellation: RequestCancellation
   ) -> Result<StoredAttachment, any Error> {
     do {
       let image = try bytes.withUnsafeBytes {
-        try pipeline.process($0, profiles: caller.profiles, cancellation: cancellation)
+        try imaging.process($0, profiles: caller.profiles, cancellation: cancellation)
       }
       for timing in image.timings {
         let (seconds, attoseconds) = timing.duration.components

@@ -36,6 +36,18 @@ public final class AttachdMetrics: Sendable {
   public let storedBytes: Gauge
   /// `attachd_uploads_in_flight`: uploads being received or processed.
   public let uploadsInFlight: Gauge
+  /// `attachd_sandbox_decodes_total{outcome}`: sandboxed decodes by how their child ended
+  /// (`ok`, `refused`, `crashed`, `violation`, `killed`, `memory_limit`, `cpu_limit`, `stopped`).
+  public let sandboxDecodes: MetricFamily<Counter>
+  /// `attachd_sandbox_fork_seconds`: from the helper receiving a decode to its child running.
+  public let sandboxForkSeconds: Histogram
+  /// `attachd_sandbox_up`: 1 while a sandbox helper is in service.
+  public let sandboxUp: Gauge
+
+  /// Upper bounds, in seconds, of the sandbox fork histogram (50 µs … 100 ms).
+  public static let forkBuckets: [Double] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1,
+  ]
 
   /// Registers the attachd metric set in `registry` (a fresh one by default).
   public init(registry: MetricsRegistry = MetricsRegistry()) {
@@ -64,6 +76,16 @@ public final class AttachdMetrics: Sendable {
     storedBytes = registry.gauge(name: "attachd_stored_bytes", help: "Bytes of stored attachment blobs.")
     uploadsInFlight = registry.gauge(
       name: "attachd_uploads_in_flight", help: "Uploads being received or processed.")
+    sandboxDecodes = registry.counter(
+      name: "attachd_sandbox_decodes_total", help: "Sandboxed decodes, by how their child ended.",
+      labelNames: ["outcome"])
+    sandboxForkSeconds = registry.histogram(
+      name: "attachd_sandbox_fork_seconds",
+      help: "From the sandbox helper receiving a decode to its child running.",
+      labelNames: [], buckets: Self.forkBuckets
+    ).labels()
+    sandboxUp = registry.gauge(
+      name: "attachd_sandbox_up", help: "1 while a decode sandbox helper is in service.")
   }
 
   /// Counts one answered request and its bytes. `route` must be a route template

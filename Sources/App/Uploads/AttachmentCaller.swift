@@ -43,7 +43,7 @@ struct AttachmentDestination: UploadDestination {
   let caller: AttachmentCaller
 
   func process(_ upload: ReceivedUpload, cancellation: RequestCancellation) -> UploadAnswer {
-    let outcome = service.process(upload, as: caller, cancellation: PipelineCancellation(cancellation))
+    let outcome = service.process(upload, as: caller, cancellation: cancellation)
     return service.answer(outcome, describing: caller.describedProfile, requestID: upload.requestID)
   }
 

@@ -63,8 +63,14 @@ import Testing
     metrics.storedBytes.set(123_456)
     metrics.uploadsInFlight.increment()
     metrics.memoryBudgetBytesInUse.set(1 << 20)
+    metrics.sandboxDecodes.labels("ok").increment()
+    metrics.sandboxForkSeconds.observe(0.0004)
+    metrics.sandboxUp.set(1)
     let samples = try PrometheusText.parse(metrics.render())
-    #expect(samples.types.count == 11)
+    // The eleven families of the service, and the decode sandbox's three.
+    #expect(samples.types.count == 14)
+    #expect(samples.value("attachd_sandbox_decodes_total", ["outcome": "ok"]) == 1)
+    #expect(samples.value("attachd_sandbox_up", [:]) == 1)
     #expect(
       samples.value(
         "attachd_http_requests_total", ["route": "/v1/attachments", "method": "POST", "status": "201"]) == 1)
