@@ -1,4 +1,3 @@
-import Foundation
 import Sandbox
 
 extension Application {
@@ -22,16 +21,9 @@ extension Application {
       }
     }
 
-    /// The helper to start: `helper` when set; else this executable (`/proc/self/exe`), except
-    /// inside `swift test`, whose process is the test bundle: there, the `attachd` built beside it.
-    public var helperExecutable: String {
-      if !helper.isEmpty { return helper }
-      let running = URL(fileURLWithPath: CommandLine.arguments[0])
-      if running.pathExtension == "xctest" {
-        return running.deletingLastPathComponent().appendingPathComponent("attachd").path
-      }
-      return "/proc/self/exe"
-    }
+    /// The helper to start: `helper` when set, else this program
+    /// (`SandboxConfiguration.thisProgram`).
+    public var helperExecutable: String { helper.isEmpty ? SandboxConfiguration.thisProgram : helper }
 
     /// The sandbox's settings these options describe.
     public func sandboxConfiguration() -> SandboxConfiguration {

@@ -43,10 +43,19 @@ public final class Application: HTTPHandler {
   /// Which browser origins may call attachd (`cors.*`).
   let cors: CORSPolicy
 
+  /// Where images are decoded. `serve` always decodes in the sandbox; the in-process choice
+  /// exists for the benchmarks that measure what the sandbox costs (`Scripts/bench-load`).
+  public enum Decoding: Sendable {
+    case sandboxed
+    case inProcessForBenchmarks
+  }
+
   /// Opens storage under `storage.dataDir` (cleaning temp files a crash left) and builds the
   /// access checks, pipeline, upload layer and metrics. Throws `StartError` when storage
   /// cannot be opened: a server without its storage has nothing to serve.
-  public init(configuration: Configuration, accessLog: AccessLog, eventLog: EventLog) throws {
+  public init(
+    configuration: Configuration, accessLog: AccessLog, eventLog: EventLog, decoding: Decoding = .sandboxed
+  ) throws {
     self.configuration = configuration
     self.accessLog = accessLog
     self.eventLog = eventLog
@@ -83,9 +92,15 @@ public final class Application: HTTPHandler {
         eventLog.info(line)
       }
       self.sandbox = sandbox
-      let imaging = SandboxedPipeline(
-        pipeline: try Pipeline(configuration: options.pipelineConfiguration()), sandbox: sandbox
-      ) { report in Self.record(report, metrics: metrics, eventLog: eventLog) }
+      let pipeline = try Pipeline(configuration: options.pipelineConfiguration())
+      let imaging: any ImageProcessing =
+        switch decoding {
+        case .sandboxed:
+          SandboxedPipeline(pipeline: pipeline, sandbox: sandbox) { report in
+            Self.record(report, metrics: metrics, eventLog: eventLog)
+          }
+        case .inProcessForBenchmarks: InProcessPipeline(pipeline: pipeline)
+        }
       let service = AttachmentService(
         store: store, imaging: imaging, access: control, metrics: metrics, options: options,
         eventLog: eventLog)

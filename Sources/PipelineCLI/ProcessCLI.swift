@@ -1,8 +1,11 @@
 import Foundation
 import ImagePipeline
+import PipelineSandbox
+import Sandbox
 
-/// `attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS]`: the pipeline on
-/// one file.
+/// `attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS] [--no-sandbox]`: the
+/// pipeline on one file, decoded in the same sandbox as `serve`'s (`--no-sandbox`, for debugging
+/// the CLI only, decodes in this process).
 ///
 /// Exit 0 with the JPEG written atomically (temporary file in the same directory, fsync,
 /// rename), or exit ≠ 0 with no output file and one line on stderr: `attachd: <code>: <reason>`.
@@ -15,7 +18,8 @@ public enum ProcessCLI {
   public static let exitCantCreate: Int32 = 73
   public static let exitTryAgain: Int32 = 75
 
-  static let usage = "usage: attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS]"
+  static let usage =
+    "usage: attachd process IN OUT [--max-edge N] [--quality Q] [--deadline SECONDS] [--no-sandbox]"
 
   /// Runs the command; `arguments` are those after `process` (a leading `process` is tolerated).
   public static func run(_ arguments: [String], stderr: (String) -> Void = CLIOutput.standardError) -> Int32 {
@@ -23,10 +27,14 @@ public enum ProcessCLI {
     if args.first == "process" { args.removeFirst() }
     var configuration = Pipeline.Configuration()
     var positional: [String] = []
+    var sandboxed = true
     var i = 0
     while i < args.count {
       let arg = args[i]
-      if arg == "--max-edge" || arg == "--quality" {
+      if arg == "--no-sandbox" {
+        sandboxed = false
+        i += 1
+      } else if arg == "--max-edge" || arg == "--quality" {
         guard i + 1 < args.count, let value = Int(args[i + 1]) else {
           stderr("attachd: usage: \(arg) needs a number\n\(usage)")
           return exitUsage
@@ -62,9 +70,18 @@ public enum ProcessCLI {
       stderr("attachd: no_input: cannot read \(input)")
       return exitNoInput
     }
+    let imaging: any ImageProcessing
+    var sandbox: Sandbox?
+    if sandboxed {
+      sandbox = Sandbox(configuration: SandboxConfiguration())
+      imaging = SandboxedPipeline(pipeline: pipeline, sandbox: sandbox!)
+    } else {
+      imaging = InProcessPipeline(pipeline: pipeline)
+    }
+    defer { sandbox?.stop() }
     // Read in place: the file's bytes are not copied again into an array.
     let processed = data.withUnsafeBytes { bytes in
-      Result { () throws(PipelineError) in try pipeline.process(bytes) }
+      Result { () throws(PipelineError) in try imaging.process(bytes, profiles: [], cancellation: nil) }
     }
     let result: ProcessedImage
     switch processed {

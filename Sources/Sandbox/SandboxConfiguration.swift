@@ -1,8 +1,8 @@
 /// How the sandbox runs: which executable is the helper, and each child's limits.
 public struct SandboxConfiguration: Sendable, Equatable {
-  /// The helper executable: this program itself (`/proc/self/exe`), started with
-  /// `helperArguments` (e.g. `["sandbox-helper"]`), an empty environment and only its socket.
-  public var executable: String = "/proc/self/exe"
+  /// The helper executable, started with `helperArguments` (e.g. `["sandbox-helper"]`), an
+  /// empty environment and only its socket: by default this program itself.
+  public var executable: String = SandboxConfiguration.thisProgram
   /// Arguments before the helper's own settings.
   public var helperArguments: [String] = ["sandbox-helper"]
   /// Address space of one child, bytes (3 GiB: a 200 MP HEIC decodes in well under that).
@@ -17,6 +17,16 @@ public struct SandboxConfiguration: Sendable, Equatable {
   public var startTimeout = 10.0
 
   public init() {}
+
+  /// This program (`/proc/self/exe`) — except inside `swift test`, whose process is the test
+  /// bundle and cannot be a helper: there, the `attachd` built beside it.
+  public static var thisProgram: String {
+    let running = CommandLine.arguments.first ?? ""
+    guard running.hasSuffix(".xctest") else { return "/proc/self/exe" }
+    let directory = running.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
+      separator: "/")
+    return (directory.isEmpty ? "." : directory) + "/attachd"
+  }
 
   /// The settings the helper reads from its command line.
   var helperSettings: [String] {

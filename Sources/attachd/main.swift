@@ -13,7 +13,7 @@ enum CLI {
     commands:
       serve [--host ADDR] [--port N] [--data-dir DIR] [--config FILE]
                                  run the HTTP service (attachd serve --help lists every setting)
-      process IN OUT [--max-edge N] [--quality Q]
+      process IN OUT [--max-edge N] [--quality Q] [--no-sandbox]
                                  turn one image into a clean JPEG
       inspect IN                 describe an image as JSON
       keys new --tenant T --scopes upload,read[,delete]

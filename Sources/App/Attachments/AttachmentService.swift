@@ -18,8 +18,8 @@ public final class AttachmentService: Sendable {
   public let store: AttachmentStore
   /// The pipeline's settings and memory budget.
   public let pipeline: Pipeline
-  /// The pipeline through the decode sandbox: every decode of an upload or a rendition.
-  public let imaging: SandboxedPipeline
+  /// Where every decode of an upload or a rendition runs: the decode sandbox.
+  public let imaging: any ImageProcessing
   public let access: AccessControl
   public let metrics: AttachdMetrics
   public let options: Application.AttachmentOptions
@@ -30,7 +30,7 @@ public final class AttachmentService: Sendable {
   static let statisticsLifetime: TimeInterval = 5
 
   public init(
-    store: AttachmentStore, imaging: SandboxedPipeline, access: AccessControl, metrics: AttachdMetrics,
+    store: AttachmentStore, imaging: any ImageProcessing, access: AccessControl, metrics: AttachdMetrics,
     options: Application.AttachmentOptions, eventLog: EventLog
   ) {
     self.store = store
