@@ -22,6 +22,7 @@ enum CLI {
                                  print a new upload-token issuer key and its config entry
       tokens mint --key FILE --iss ISS --sub USER [--scope "upload read"] [--ttl S]
                                  print one upload token (for tests and scripts)
+      sandbox check [--json]     prove which isolation layers the decode sandbox has here
       --help, --version
     """
 
@@ -48,6 +49,7 @@ enum CLI {
     case "inspect": return InspectCommand.run(rest)
     case "keys": return KeysCommand.run(rest)
     case "tokens": return TokensCommand.run(rest)
+    case "sandbox": return SandboxCommand.run(rest)
     // Not in the usage: a benchmark for Scripts/bench-hevc, not a user command.
     case "bench-hevc": return BenchHEVCCommand.run(rest)
     case "--help", "-h", "help":

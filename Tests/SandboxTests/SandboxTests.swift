@@ -61,13 +61,14 @@ struct SandboxTests {
   }
 
   @Test func memoryPastTheLimitIsRefused() throws {
-    let sandbox = try Self.sandbox(memory: 256 << 20)
+    let sandbox = try Self.sandbox(memory: 1 << 30)
     defer { sandbox.stop() }
     let run = try Self.run(sandbox, "probe.allocate")
     #expect(run.outcome == .finished)
     let text = String(decoding: run.output, as: UTF8.self)
     let megabytes = Int(text.split(separator: " ")[1]) ?? .max
-    #expect(megabytes < 256, "\(text)")
+    // Some of the gigabyte is the child's libraries; the rest it may use, and not a byte more.
+    #expect(megabytes > 0 && megabytes < 1024, "\(text)")
   }
 
   @Test func aChildSpinningPastItsCPUSecondsIsStoppedByTheKernel() throws {
