@@ -1,14 +1,14 @@
 import Glibc
 import SandboxShims
 
-/// The helper's event loop: requests from the socket, children's ends from their pidfds, their
+/// The helper's event loop: requests from the socket, children's ends from a signalfd (SIGCHLD:
+/// available everywhere, a container runtime's default seccomp profile included), their
 /// diagnostics from their pipes. Single-threaded.
 struct HelperLoop {
   /// One running child.
   struct Child {
     var id: UInt64
     var pid: pid_t
-    var pidfd: Int32
     /// The read end of the child's diagnostics pipe (its standard error), -1 once at EOF.
     var diagnostics: Int32
     var tail: [UInt8] = []
@@ -21,10 +21,14 @@ struct HelperLoop {
   let jobs: [String: SandboxJob]
   private var children: [Child] = []
   private let socket = SandboxHelper.socketDescriptor
+  /// Readable when a child ended.
+  private let childEnded: Int32
 
   init(settings: HelperSettings, jobs: [String: SandboxJob]) {
     self.settings = settings
     self.jobs = jobs
+    childEnded = SandboxShims_childSignalFD()
+    if childEnded < 0 { SandboxHelper.fatal("attachd sandbox helper: signalfd: \(String(cString: strerror(errno)))") }
   }
 
   func send(_ reply: SandboxWire.Reply) {
@@ -38,22 +42,21 @@ struct HelperLoop {
 
   mutating func run() -> Never {
     while true {
-      var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
-      for child in children {
-        fds.append(pollfd(fd: child.pidfd, events: Int16(POLLIN), revents: 0))
-        fds.append(pollfd(fd: child.diagnostics, events: Int16(POLLIN), revents: 0))
-      }
+      var fds = [
+        pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: childEnded, events: Int16(POLLIN), revents: 0),
+      ]
+      for child in children { fds.append(pollfd(fd: child.diagnostics, events: Int16(POLLIN), revents: 0)) }
       let ready = poll(&fds, nfds_t(fds.count), -1)
       if ready < 0 {
         if errno == EINTR { continue }
         SandboxHelper.fatal("attachd sandbox helper: poll: \(String(cString: strerror(errno)))")
       }
       // Children first: their slots may be reused by the request handling below.
-      for index in children.indices.reversed() {
-        let pidfdEvents = fds[1 + 2 * index].revents
-        let pipeEvents = fds[2 + 2 * index].revents
-        if pipeEvents != 0 { drain(&children[index]) }
-        if pidfdEvents != 0 { reap(index) }
+      for index in children.indices where fds[2 + index].revents != 0 { drain(&children[index]) }
+      if fds[1].revents != 0 {
+        SandboxShims_drainSignalFD(childEnded)
+        for index in children.indices.reversed() { reap(index) }
       }
       if fds[0].revents != 0 { receive() }
     }
@@ -110,6 +113,7 @@ struct HelperLoop {
     }
     let pid = SandboxShims_fork()
     if pid == 0 {
+      SandboxShims_unblockChildSignal()
       SandboxChild.run(
         job: job, parameters: parameters, input: input, output: output, diagnostics: pipeEnds[1],
         settings: settings)
@@ -117,21 +121,14 @@ struct HelperLoop {
     close(input)
     close(output)
     close(pipeEnds[1])
-    let pidfd = pid > 0 ? SandboxShims_pidfdOpen(pid) : -1
-    guard pid > 0, pidfd >= 0 else {
-      if pid > 0 {
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-      }
+    guard pid > 0 else {
       close(pipeEnds[0])
       var exit = SandboxExit()
       exit.code = 126
       send(.finished(id: id, exit))
       return
     }
-    children.append(
-      Child(id: id, pid: pid, pidfd: pidfd, diagnostics: pipeEnds[0], received: received, forked: Self.now()))
+    children.append(Child(id: id, pid: pid, diagnostics: pipeEnds[0], received: received, forked: Self.now()))
   }
 
   /// Keeps the last bytes the child wrote to its diagnostics pipe.
@@ -156,7 +153,7 @@ struct HelperLoop {
     }
   }
 
-  /// Collects an ended child and tells the server.
+  /// Collects the child at `index` if it ended, and tells the server.
   private mutating func reap(_ index: Int) {
     var status: Int32 = 0
     var usage = rusage()
@@ -165,7 +162,6 @@ struct HelperLoop {
     var child = children.remove(at: index)
     drain(&child)
     if child.diagnostics >= 0 { close(child.diagnostics) }
-    close(child.pidfd)
     var exit = SandboxExit()
     var value: Int32 = 0
     if SandboxShims_exited(status, &value) != 0 { exit.code = value }

@@ -10,7 +10,7 @@ import SandboxShims
 /// file into the output memory file, and exits. A child never serves a second request.
 ///
 /// The helper is single-threaded (it must be: it forks), and waits on its socket and on its
-/// children's pidfds with `poll`.
+/// children's ends (a signalfd of SIGCHLD) with `poll`.
 public enum SandboxHelper {
   /// Where the server puts the helper's socket.
   public static let socketDescriptor: Int32 = 3

@@ -211,11 +211,28 @@ int SandboxShims_isFullySealed(int fd) {
   return seals >= 0 && (seals & all) == all;
 }
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include <sys/signalfd.h>
 
-int SandboxShims_pidfdOpen(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+int SandboxShims_childSignalFD(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+  return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+void SandboxShims_drainSignalFD(int fd) {
+  struct signalfd_siginfo info;
+  while (read(fd, &info, sizeof info) == (ssize_t)sizeof info) {
+  }
+}
+
+void SandboxShims_unblockChildSignal(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
 
 pid_t SandboxShims_fork(void) { return fork(); }
 

@@ -86,8 +86,14 @@ int SandboxShims_seals(int fd);
 /// Whether `fd`'s seals forbid writing, growing, shrinking and resealing.
 int SandboxShims_isFullySealed(int fd);
 
-/// `pidfd_open(pid, 0)`.
-int SandboxShims_pidfdOpen(pid_t pid);
+/// Blocks SIGCHLD and returns a signalfd that becomes readable when a child ends (close-on-exec,
+/// non-blocking); the children a fork makes start with SIGCHLD unblocked again only if they
+/// unblock it (`SandboxShims_unblockChildSignal`).
+int SandboxShims_childSignalFD(void);
+/// Reads every pending notification from a signalfd made by `SandboxShims_childSignalFD`.
+void SandboxShims_drainSignalFD(int fd);
+/// Unblocks SIGCHLD (in a forked child, which inherits the mask).
+void SandboxShims_unblockChildSignal(void);
 
 /// `fork()`; the child resets no handler (the caller is single-threaded).
 pid_t SandboxShims_fork(void);
