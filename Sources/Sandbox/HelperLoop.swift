@@ -28,7 +28,9 @@ struct HelperLoop {
     self.settings = settings
     self.jobs = jobs
     childEnded = SandboxShims_childSignalFD()
-    if childEnded < 0 { SandboxHelper.fatal("attachd sandbox helper: signalfd: \(String(cString: strerror(errno)))") }
+    if childEnded < 0 {
+      SandboxHelper.fatal("attachd sandbox helper: signalfd: \(String(cString: strerror(errno)))")
+    }
   }
 
   func send(_ reply: SandboxWire.Reply) {
