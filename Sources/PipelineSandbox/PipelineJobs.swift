@@ -8,39 +8,42 @@ import Sandbox
 /// and renditions of a stored image for a profile asked for later.
 public enum PipelineJobs {
   /// `process`: the input is the upload; the result a `ProcessedImage` or the refusal.
-  public static let process = SandboxJob(
-    name: "pipeline.process", prepare: prepare,
-    run: { input, parameters, output in
-      var out = WireWriter()
-      do {
-        let (configuration, profiles) = try PipelineWire.readParameters(parameters)
-        let pipeline = try Pipeline(configuration: configuration)
-        PipelineWire.write(try pipeline.process(input, profiles: profiles), to: &out)
-      } catch let error as PipelineError {
-        PipelineWire.write(error, to: &out)
-      } catch {
-        PipelineWire.write(PipelineError(.internal, "bad job parameters", detail: "\(error)"), to: &out)
-      }
-      finish(out, into: &output)
-    })
+  public static let process = job("pipeline.process") {
+    pipeline, input, profiles, out throws(PipelineError) in
+    PipelineWire.write(try pipeline.process(input, profiles: profiles), to: &out)
+  }
 
   /// `renditions`: the input is a stored default JPEG; the result its renditions.
-  public static let renditions = SandboxJob(
-    name: "pipeline.renditions", prepare: prepare,
-    run: { input, parameters, output in
-      var out = WireWriter()
-      do {
-        let (configuration, profiles) = try PipelineWire.readParameters(parameters)
-        let pipeline = try Pipeline(configuration: configuration)
-        PipelineWire.write(
-          try pipeline.renditions(ofStored: Array(input), profiles: profiles), to: &out)
-      } catch let error as PipelineError {
-        PipelineWire.write(error, to: &out)
-      } catch {
-        PipelineWire.write(PipelineError(.internal, "bad job parameters", detail: "\(error)"), to: &out)
-      }
-      finish(out, into: &output)
-    })
+  public static let renditions = job("pipeline.renditions") {
+    pipeline, input, profiles, out throws(PipelineError) in
+    PipelineWire.write(try pipeline.renditions(ofStored: Array(input), profiles: profiles), to: &out)
+  }
+
+  /// A job running `body` with the pipeline its parameters describe; the pipeline's refusal (or
+  /// unreadable parameters) becomes the result.
+  private static func job(
+    _ name: String,
+    _ body:
+      @escaping @Sendable (Pipeline, UnsafeRawBufferPointer, [ModelProfile], inout WireWriter)
+      throws(PipelineError) -> Void
+  ) -> SandboxJob {
+    SandboxJob(
+      name: name, prepare: prepare,
+      run: { input, parameters, output in
+        var out = WireWriter()
+        do {
+          let (configuration, profiles) = try PipelineWire.readParameters(parameters)
+          try body(try Pipeline(configuration: configuration), input, profiles, &out)
+        } catch let error as PipelineError {
+          out = WireWriter()
+          PipelineWire.write(error, to: &out)
+        } catch {
+          out = WireWriter()
+          PipelineWire.write(PipelineError(.internal, "bad job parameters", detail: "\(error)"), to: &out)
+        }
+        finish(out, into: &output)
+      })
+  }
 
   /// Every job the helper of `attachd` runs: the pipeline's and the probes.
   public static let all: [SandboxJob] = [process, renditions] + SandboxProbes.all

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import App
@@ -6,15 +7,7 @@ import Testing
 /// The built `attachd` executable, run as a user would: serve, answer curl, stop on SIGTERM.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct ServeBinaryTests {
   /// `attachd` beside the test bundle (`swift build --build-tests` builds both).
-  static let binary: String? = {
-    let candidates = [
-      URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
-        "attachd"),
-      URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/attachd"),
-    ]
-    return candidates.map(\.path).first { FileManager.default.isExecutableFile(atPath: $0) }
-  }()
+  static let binary = BuiltExecutable.attachd
 
   struct Started {
     var process: Process

@@ -1,5 +1,6 @@
 import Foundation
 import ImageCodecs
+import TestSupport
 import Testing
 
 /// libavcodec prints to standard error unless told otherwise; in attachd it must never (the
@@ -7,15 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct HEVCLogTests {
   /// `attachd` beside the test bundle (`swift build --build-tests` builds both).
-  static let binary: String? = {
-    let candidates = [
-      URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
-        "attachd"),
-      URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/attachd"),
-    ]
-    return candidates.map(\.path).first { FileManager.default.isExecutableFile(atPath: $0) }
-  }()
+  static let binary = BuiltExecutable.attachd
 
   /// A separate process, so that no other test's handler is set: a sample libavcodec complains
   /// about ("PPS id out of range") leaves standard error with our one-line error only.
