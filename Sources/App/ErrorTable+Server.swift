@@ -12,13 +12,9 @@ extension ErrorTable {
     case .malformedRequest(let error): publicError(for: error)
     case .requestTimeout: PublicError(status: 408, code: "request_timeout", title: "Request timeout")
     case .overloaded:
-      PublicError(
-        status: 503, code: "overloaded", title: "Server is overloaded",
-        headers: ["Retry-After": String(overloadRetryAfterSeconds)])
+      retryLater("overloaded", "Server is overloaded", after: overloadRetryAfterSeconds)
     case .tooManyConnections:
-      PublicError(
-        status: 503, code: "too_many_connections", title: "Too many connections",
-        headers: ["Retry-After": String(overloadRetryAfterSeconds)])
+      retryLater("too_many_connections", "Too many connections", after: overloadRetryAfterSeconds)
     case .invalidResponseStatus, .unreadableFile: internalError
     }
   }

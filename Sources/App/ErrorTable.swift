@@ -86,13 +86,9 @@ public enum ErrorTable {
     case .corrupt: PublicError(status: 422, code: "corrupt", title: "The image cannot be decoded")
     case .truncated: PublicError(status: 422, code: "truncated", title: "The image is truncated")
     case .memoryBudget:
-      PublicError(
-        status: 503, code: "memory_budget", title: "Server busy with other images",
-        headers: ["Retry-After": String(retryAfterSeconds)])
+      retryLater("memory_budget", "Server busy with other images")
     case .deadlineExceeded:
-      PublicError(
-        status: 503, code: "deadline_exceeded", title: "The image took too long to process",
-        headers: ["Retry-After": String(retryAfterSeconds)])
+      retryLater("deadline_exceeded", "The image took too long to process")
     // The client has hung up and will not read this; the status (nginx's "client closed
     // request") is for the access log and the metrics.
     case .cancelled: PublicError(status: 499, code: "cancelled", title: "Client closed the request")
@@ -102,9 +98,7 @@ public enum ErrorTable {
         status: 413, code: "decoder_memory_limit", title: "The image needs more memory to decode than allowed"
       )
     case .sandboxUnavailable:
-      PublicError(
-        status: 503, code: "sandbox_unavailable", title: "The image decoder is restarting",
-        headers: ["Retry-After": "1"])
+      retryLater("sandbox_unavailable", "The image decoder is restarting", after: 1)
     // The one 500 code: a pipeline failure reads like any other server fault.
     case .internal: internalError
     }
@@ -115,13 +109,9 @@ public enum ErrorTable {
   static func publicError(for error: StorageError) -> PublicError {
     switch error.code {
     case .busy:
-      PublicError(
-        status: 503, code: "storage_busy", title: "Storage busy",
-        headers: ["Retry-After": String(retryAfterSeconds)])
+      retryLater("storage_busy", "Storage busy")
     case .unavailable:
-      PublicError(
-        status: 503, code: "storage_unavailable", title: "Storage unavailable",
-        headers: ["Retry-After": String(retryAfterSeconds)])
+      retryLater("storage_unavailable", "Storage unavailable")
     // Another tenant's upload, an expired one and a malformed id look the same.
     case .notFound: PublicError(status: 404, code: "not_found", title: "Not found")
     case .offsetMismatch:
@@ -163,13 +153,9 @@ public enum ErrorTable {
         status: 405, code: "method_not_allowed", title: "Method not allowed",
         headers: ["Allow": allow.joined(separator: ", ")])
     case .notReady:
-      PublicError(
-        status: 503, code: "not_ready", title: "Storage is not writable",
-        headers: ["Retry-After": String(retryAfterSeconds)])
+      retryLater("not_ready", "Storage is not writable")
     case .draining:
-      PublicError(
-        status: 503, code: "draining", title: "Server is shutting down",
-        headers: ["Retry-After": String(retryAfterSeconds)])
+      retryLater("draining", "Server is shutting down")
     }
   }
 
@@ -261,6 +247,13 @@ public enum ErrorTable {
         status: 429, code: "daily_quota_bytes", title: "The user's daily byte quota is used up",
         headers: ["Retry-After": String(seconds)])
     }
+  }
+
+  /// A 503 the client may retry after `seconds` (`Retry-After`): load, a backend or a restart.
+  static func retryLater(_ code: String, _ title: String, after seconds: Int = retryAfterSeconds)
+    -> PublicError
+  {
+    PublicError(status: 503, code: code, title: title, headers: ["Retry-After": String(seconds)])
   }
 
   /// The row for errors no other row claims.
