@@ -11,6 +11,15 @@ public enum SandboxProbes {
     output.append(Array("opened \(fd)".utf8))
   }
 
+  /// Opens a file the way glibc's malloc probes /proc/sys/vm/overcommit_memory (read-only,
+  /// close-on-exec): the filter fails it with EACCES and the child goes on (`opened -1 errno 13`).
+  public static let openLikeMalloc = SandboxJob(name: "probe.open-like-malloc") { _, parameters, output in
+    let path =
+      parameters.isEmpty ? "/proc/sys/vm/overcommit_memory" : String(decoding: parameters, as: UTF8.self)
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    output.append(Array("opened \(fd) errno \(fd < 0 ? errno : 0)".utf8))
+  }
+
   /// Connects to 127.0.0.1 (`parameters`: the port as text).
   public static let connectLoopback = SandboxJob(name: "probe.connect") { _, parameters, output in
     let port = UInt16(String(decoding: parameters, as: UTF8.self)) ?? 80
@@ -96,6 +105,7 @@ public enum SandboxProbes {
 
   /// Every probe and plumbing job.
   public static let all: [SandboxJob] = [
-    openFile, connectLoopback, execute, readEnvironment, allocate, spin, echo, sleep, crash, identity,
+    openFile, openLikeMalloc, connectLoopback, execute, readEnvironment, allocate, spin, echo, sleep, crash,
+    identity,
   ]
 }

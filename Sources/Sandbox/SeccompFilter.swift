@@ -23,6 +23,9 @@ struct SeccompFilter: Sendable {
     case allowIfNull(argument: Int)
     /// Fails with `errno` instead of running (a probe the libraries survive).
     case fail(errno: Int32)
+    /// Fails with `errno` when argument `index` (low 32 bits) is one of `values`; kills otherwise
+    /// (a probe of one known shape the libraries survive; any other use is a violation).
+    case failIfOneOf(argument: Int, values: [UInt32], errno: Int32)
   }
 
   struct Rule: Sendable, Equatable {
@@ -104,18 +107,28 @@ struct SeccompFilter: Sendable {
       }
       return out + [allow]
     case .allowIfOneOf(let argument, let values):
-      var out = [statement(loadWord, argumentLow(argument))]
-      for (index, value) in values.enumerated() {
-        // On a match jump to the allow at the end (past the remaining compares and the kill).
-        out.append(jump(jumpEqual, value, values.count - index, 0))
-      }
-      return out + [kill, allow]
+      return oneOf(argument: argument, values: values, then: allow, otherwise: kill)
+    case .failIfOneOf(let argument, let values, let errno):
+      let fail = statement(ret, retErrno | (UInt32(errno) & 0xffff))
+      return oneOf(argument: argument, values: values, then: fail, otherwise: kill)
     case .allowIfNull(let argument):
       return [
         statement(loadWord, argumentLow(argument)), jump(jumpEqual, 0, 0, 2),
         statement(loadWord, argumentHigh(argument)), jump(jumpEqual, 0, 1, 0), kill, allow,
       ]
     }
+  }
+
+  /// `then` when argument `argument` is one of `values`, else `otherwise`.
+  private static func oneOf(
+    argument: Int, values: [UInt32], then: SandboxFilterInstruction, otherwise: SandboxFilterInstruction
+  ) -> [SandboxFilterInstruction] {
+    var out = [statement(loadWord, argumentLow(argument))]
+    for (index, value) in values.enumerated() {
+      // On a match jump to `then` at the end (past the remaining compares and `otherwise`).
+      out.append(jump(jumpEqual, value, values.count - index, 0))
+    }
+    return out + [otherwise, then]
   }
 
   /// Installs the program on the calling thread (and what it starts later). No-new-privileges

@@ -51,6 +51,17 @@ struct SandboxTests {
     #expect(run.exit.signal == SIGSYS)
   }
 
+  /// glibc's malloc opens /proc/sys/vm/overcommit_memory when it first shrinks a thread's heap
+  /// (Scripts/fuzz-sandbox found a HEIF that gets there): that one shape fails, opening nothing.
+  @Test(arguments: ["/proc/sys/vm/overcommit_memory", "/etc/passwd"])
+  func mallocsOvercommitProbeFailsWithoutKillingTheChild(path: String) throws {
+    let sandbox = try Self.sandbox()
+    defer { sandbox.stop() }
+    let run = try Self.run(sandbox, "probe.open-like-malloc", parameters: path)
+    #expect(run.outcome == .finished)
+    #expect(String(decoding: run.output, as: UTF8.self) == "opened -1 errno \(EACCES)")
+  }
+
   @Test(arguments: [SIGSEGV, SIGABRT, SIGBUS, SIGFPE])
   func aChildThatCrashesIsACrashAndTheNextJobRuns(signal: Int32) throws {
     let sandbox = try Self.sandbox()

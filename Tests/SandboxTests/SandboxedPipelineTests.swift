@@ -21,11 +21,12 @@ struct SandboxedPipelineTests {
     return SandboxedPipeline(pipeline: try Pipeline(), sandbox: sandbox)
   }
 
-  /// Every corpus file, `Tests/Fixtures/heif` and the HEIF conformance files beside the checkout.
+  /// Every corpus file, `Tests/Fixtures/heif`, the inputs Scripts/fuzz-sandbox found
+  /// (`Tests/Fixtures/sandbox-fuzz`) and the HEIF conformance files beside the checkout.
   static func inputs() -> [URL] {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent()
-    var directories = [root.appendingPathComponent("Tests/Fixtures/heif")]
+    var directories = ["heif", "sandbox-fuzz"].map { root.appendingPathComponent("Tests/Fixtures/\($0)") }
     if let corpus = Corpus.directory { directories.append(corpus) }
     directories.append(root.deletingLastPathComponent().appendingPathComponent("shared/heifconf/files"))
     let skipped: Set<String> = ["md", "tsv", "txt", "json"]
