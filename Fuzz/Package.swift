@@ -12,9 +12,13 @@ let fuzzers: [(name: String, module: String)] = [
   ("FuzzPNGChunks", "ImageContainers"),
 ]
 
+// SwiftPM names a path dependency after its directory, not its manifest: a checkout in a folder
+// not called `attachd` (a worktree, a CI clone) would not have `package: "attachd"`, and one in
+// a folder called `fuzz` would clash with this package. Scripts/fuzz links the checkout as
+// .build/fuzz-package/attachd, whose name is always right.
 let package = Package(
   name: "attachd-fuzz",
-  dependencies: [.package(name: "attachd", path: "..")],
+  dependencies: [.package(path: "../.build/fuzz-package/attachd")],
   targets: [.target(name: "FuzzSupport")]
     + fuzzers.map { fuzzer in
       .executableTarget(
