@@ -308,6 +308,8 @@ class Run:
         return path
 
     def finding(self, kind, data, detail):
+        if self.stop.is_set() and kind in ("hang", "no-answer"):
+            return  # the run is stopping, or the server is gone (one server-exit finding says so)
         path = self.save(kind, data, detail) if data is not None else "-"
         with self.lock:
             self.findings.append((kind, detail, path))
@@ -381,6 +383,8 @@ class Run:
                 except (http.client.HTTPException, OSError) as error:
                     connection.close()
                     connection = None
+                    if isinstance(error, ConnectionRefusedError) and self.server.process.poll() is not None:
+                        self.stop.set()  # the server is gone: one server-exit finding, not one per client
                     if fresh or attempt == 1:
                         self.finding("no-answer", data, f"connection ended without an answer: {error!r}")
                         break
@@ -419,7 +423,7 @@ class Run:
                 continue
             with self.lock:
                 data = self.recent.get(match.group(1))
-            kind = "violation" if "security" in line else "crash"
+            kind = "violation" if "security" in line else "crash" if "crashed" in line else "stopped"
             if data is not None:
                 self.save(kind, data, line)
         return len(lines)
@@ -503,6 +507,8 @@ def main():
                 run.finding(f"outcome-{outcome}", None, f"{outcomes[outcome]} sandboxed decodes ended '{outcome}'")
         report(run, outcomes, elapsed, server)
     finally:
+        if run is not None:
+            run.stop.set()
         server.stop()
         subprocess.run(["rm", "-rf", os.path.join(work, "data")], check=False)
     sys.exit(1 if run is None or run.findings else 0)

@@ -16,9 +16,14 @@ enum LosslessJPEGStep {
   }
 
   /// Rewrites the input with `operation`. Anything the transform refuses leaves no output, and
-  /// the standard path then runs and reports properly.
+  /// the standard path then runs and reports properly. So does a rewrite that is not a whole
+  /// clean JPEG: `tjTransform` copies a broken scan as it is (Scripts/fuzz-sandbox found a
+  /// progressive JPEG whose rewrite ended early), and that is the input's fault (422 from the
+  /// decoder), not a 500 from the final verification.
   static func run(_ c: inout PipelineContext, operation: JPEGCodec.Operation) {
-    guard let output = try? JPEGCodec.transform(c.input, operation: operation, perfectOnly: true) else {
+    guard let output = try? JPEGCodec.transform(c.input, operation: operation, perfectOnly: true),
+      (try? JPEGOutputVerifier.verify(output)) != nil
+    else {
       return
     }
     c.output = output
