@@ -52,6 +52,8 @@ enum CLI {
     case "sandbox": return SandboxCommand.run(rest)
     // Not in the usage: a benchmark for Scripts/bench-hevc, not a user command.
     case "bench-hevc": return BenchHEVCCommand.run(rest)
+    // Not in the usage either: the sandbox's cost per image, for Scripts/bench-pipeline.
+    case "bench-sandbox": return BenchSandboxCommand.run(rest)
     case "--help", "-h", "help":
       print(usage)
       return 0
