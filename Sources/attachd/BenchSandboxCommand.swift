@@ -24,6 +24,8 @@ enum BenchSandboxCommand {
     var wall: Double
     var childCPU: Double = 0
     var fork: Double = 0
+    /// Minor page faults: this process's, plus the helper's and its reaped children's.
+    var faults: Double = 0
   }
 
   static func run(_ arguments: [String]) -> Int32 {
@@ -100,6 +102,7 @@ enum BenchSandboxCommand {
     -> Sample
   {
     let cpu0 = selfCPU() + helperCPU(helper)
+    let faults0 = selfFaults() + helperFaults(helper)
     let wall0 = ContinuousClock.now
     let result = data.withUnsafeBytes { bytes in
       Result { () throws(PipelineError) in try imaging.process(bytes, profiles: [], cancellation: nil) }
@@ -107,13 +110,22 @@ enum BenchSandboxCommand {
     _ = try result.get()
     let wall = ContinuousClock.now - wall0
     let cpu = selfCPU() + helperCPU(helper) - cpu0
-    return Sample(cpu: cpu, wall: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18)
+    let faults = selfFaults() + helperFaults(helper) - faults0
+    return Sample(
+      cpu: cpu, wall: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
+      faults: faults)
   }
 
   static func selfCPU() -> Double {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+  }
+
+  static func selfFaults() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_minflt)
   }
 
   static func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
@@ -124,14 +136,22 @@ enum BenchSandboxCommand {
   /// 10 ms steps, which is why the mean of many runs is printed, and the child's own CPU from
   /// `wait4`, in µs, beside it.)
   static func helperCPU(_ pid: Int32) -> Double {
-    var ticks = 0.0
+    // After the name: state is field 3 of stat(5); utime, stime, cutime, cstime are 14–17.
+    helperStat(pid, fields: 11...14) / Double(sysconf(Int32(_SC_CLK_TCK)))
+  }
+
+  /// minflt + cminflt (fields 10 and 11 of stat(5)) of the helper and its descendants.
+  static func helperFaults(_ pid: Int32) -> Double { helperStat(pid, fields: 7...8) }
+
+  /// The sum of `fields` (0 = stat(5)'s field 3, the state) over the helper's processes.
+  static func helperStat(_ pid: Int32, fields wanted: ClosedRange<Int>) -> Double {
+    var sum = 0.0
     for process in tree(pid) {
       guard let text = procFile("/proc/\(process)/stat"), let end = text.lastIndex(of: ")") else { continue }
       let fields = text[text.index(after: end)...].split(separator: " ")
-      // After the name: state is field 3 of stat(5); utime, stime, cutime, cstime are 14–17.
-      ticks += (11...14).compactMap { fields.indices.contains($0) ? Double(fields[$0]) : nil }.reduce(0, +)
+      sum += wanted.compactMap { fields.indices.contains($0) ? Double(fields[$0]) : nil }.reduce(0, +)
     }
-    return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    return sum
   }
 
   /// `pid` and its descendants (`/proc/PID/task/PID/children`; the helper has one thread).
@@ -198,6 +218,7 @@ enum BenchSandboxCommand {
         + " cpu_added_pct=\(String(format: "%.1f", (totalOn / totalOff - 1) * 100))"
         + " wall_on_ms=\(ms(wallOn)) wall_off_ms=\(ms(wallOff))"
         + " wall_added_ms=\(ms(wallOn - wallOff))"
+        + " faults_on=\(Int(median(on.map(\.faults)))) faults_off=\(Int(median(off.map(\.faults))))"
         + " child_cpu_ms=\(ms(median(on.map(\.childCPU)))) fork_ms=\(String(format: "%.2f", median(on.map(\.fork) ) * 1000))"
         + " helper_rss_kib=\(helperKiB(helper, "VmRSS")) helper_hwm_kib=\(helperKiB(helper, "VmHWM"))"
         + " cpu_range_on_ms=\(spread(on.map(\.cpu))) cpu_range_off_ms=\(spread(off.map(\.cpu)))"
