@@ -19,14 +19,15 @@ start_server() { # binary data-dir → SERVER_PORT, SERVER_PID
   wait_http "http://127.0.0.1:$SERVER_PORT/healthz" "$SERVER_PID"
 }
 
-helper_of() { # server pid → the pid of its sandbox helper (its one child process)
-  pgrep -P "$1" | head -1
-}
-
-helper_kib() { # server pid, VmRSS|VmHWM → KiB of its helper
-  local helper
-  helper=$(helper_of "$1")
-  [ -n "$helper" ] && awk -v k="$2:" '$1 == k {print $2}' "/proc/$helper/status" || echo 0
+helper_kib() { # server pid, VmRSS|VmHWM → KiB of its sandbox helper: the process the server
+  # spawned and the PID namespace's init it forked, which runs the loop (shared pages twice)
+  local total=0 helper loop
+  for helper in $(pgrep -P "$1"); do
+    for loop in "$helper" $(pgrep -P "$helper"); do
+      total=$((total + $(awk -v k="$2:" '$1 == k {print $2}' "/proc/$loop/status" 2>/dev/null || echo 0)))
+    done
+  done
+  echo "$total"
 }
 
 median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }

@@ -17,4 +17,7 @@ guard arguments.first == "serve" else {
   FileHandle.standardError.write(Data("usage: attachd-bench-unsandboxed serve [serve options]\n".utf8))
   exit(ServeMain.exitUsage)
 }
-exit(ServeMain.run(Array(arguments.dropFirst()), command: "attachd-bench-unsandboxed serve", decoding: .inProcessForBenchmarks))
+exit(
+  ServeMain.run(
+    Array(arguments.dropFirst()), command: "attachd-bench-unsandboxed serve",
+    decoding: .inProcessForBenchmarks))

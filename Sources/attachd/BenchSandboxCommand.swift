@@ -157,7 +157,10 @@ enum BenchSandboxCommand {
   /// `pid` and its descendants (`/proc/PID/task/PID/children`; the helper has one thread).
   static func tree(_ pid: Int32) -> [Int32] {
     let children = procFile("/proc/\(pid)/task/\(pid)/children") ?? ""
-    return [pid] + children.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    return [pid]
+      + children.split(separator: " ").compactMap {
+        Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+      }
       .flatMap(tree)
   }
 
