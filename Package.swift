@@ -116,6 +116,12 @@ let package = Package(
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.
     .executableTarget(
       name: "attachd", dependencies: ["App", "PipelineCLI", "ImageCodecs", "Sandbox", "PipelineSandbox"]),
+    // Benchmark only, never a product: `serve` with images decoded in the server process, the
+    // unsandboxed side of `Scripts/bench-load --sandbox`, which builds it by name. The Dockerfile
+    // builds `--product attachd` only, so no image ships it.
+    .executableTarget(
+      name: "attachd-bench-unsandboxed", dependencies: ["App", "Sandbox", "PipelineSandbox"],
+      path: "Sources/BenchUnsandboxed"),
 
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),

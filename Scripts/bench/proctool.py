@@ -1,6 +1,9 @@
 """Process measurements for Scripts/bench-load, from /proc (Linux only, standard library).
 
-  proctool.py cpu PID          CPU seconds (user + system) of PID and all its descendants
+  proctool.py cpu PID          CPU seconds (user + system) of PID and all its descendants,
+                               with the children they have reaped (attachd's sandbox helper
+                               reaps one decode child per image: its CPU is in the helper's
+                               cutime + cstime, and nowhere else once the child is gone)
   proctool.py hwm PID          peak RSS (VmHWM) of PID, MiB
   proctool.py watch PID FILE   samples VmRSS of PID every 50 ms until PID exits or this is
                                sent SIGTERM, then writes the largest sample (MiB) to FILE
@@ -45,7 +48,10 @@ def cpu_seconds(root: int) -> float:
             fields = stat_fields(pid)
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        # utime, stime, cutime, cstime (fields 14–17 of stat). A child counts in its own
+        # utime + stime while it runs and in its parent's cutime + cstime once reaped, so a
+        # difference of two readings counts each child's CPU once.
+        total += sum(int(field) for field in fields[11:15])
     return total / TICKS
 
 

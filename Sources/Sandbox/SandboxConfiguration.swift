@@ -1,7 +1,7 @@
 /// How the sandbox runs: which executable is the helper, and each child's limits.
 public struct SandboxConfiguration: Sendable, Equatable {
   /// The helper executable, started with `helperArguments` (e.g. `["sandbox-helper"]`), an
-  /// empty environment and only its socket: by default this program itself.
+  /// environment of nothing but `LD_BIND_NOW=1` and only its socket: by default this program itself.
   public var executable: String = SandboxConfiguration.thisProgram
   /// Arguments before the helper's own settings.
   public var helperArguments: [String] = ["sandbox-helper"]

@@ -2,7 +2,7 @@ import Glibc
 import SandboxShims
 
 /// The helper process: started once by the server (`Sandbox`) from this same executable, with
-/// an empty environment and only the descriptors it is handed (its socket at 3; /dev/null at 0
+/// no environment but `LD_BIND_NOW=1` and only the descriptors it is handed (its socket at 3; /dev/null at 0
 /// and 1; the server's standard error at 2). It prepares every job (loads the codec libraries),
 /// drops root, enters new namespaces where it may, gives up all filesystem access (Landlock),
 /// and then forks **one child per request**: the child locks itself down further (rlimits,

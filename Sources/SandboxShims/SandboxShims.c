@@ -289,7 +289,11 @@ int SandboxShims_spawnHelper(const char *path, char *const argv[], int socket, p
   posix_spawnattr_setsigmask(&attributes, &none);
   posix_spawnattr_setsigdefault(&attributes, &all);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  char *const environment[] = {NULL};
+  // Nothing of the server's environment, but every symbol bound at load (and at each dlopen of a
+  // codec library): the helper pays it once, and each child it forks inherits the bound tables
+  // instead of resolving its first call to each library function again (lazy binding was ~1 %
+  // of a 12 MP JPEG child's CPU in ld.so).
+  char *const environment[] = {"LD_BIND_NOW=1", NULL};
   error = posix_spawn(pid, path, &actions, &attributes, argv, environment);
 done:
   if (staged >= 0) close(staged);
