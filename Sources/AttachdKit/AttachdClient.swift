@@ -22,7 +22,7 @@ public final class AttachdClient: Sendable {
   /// `tokenProvider` returns a credential (an upload token, or a tenant key on a server): it is
   /// called for the first request and once more when the server answers `401 token_expired`.
   public init(
-    baseURL: URL, chunkSize: Int = 4 << 20, retry: RetryPolicy = RetryPolicy(),
+    baseURL: URL, chunkSize: Int = 1 << 20, retry: RetryPolicy = RetryPolicy(),
     session: URLSession = URLSession(configuration: .ephemeral),
     tokenProvider: @escaping @Sendable () async throws -> String
   ) {
@@ -53,8 +53,10 @@ public final class AttachdClient: Sendable {
     if source.size <= Int64(chunkSize) {
       return try await PlainUpload(transport: transport, url: url, source: source).run(progress: progress)
     }
-    return try await ResumableUpload(transport: transport, creationURL: url, source: source, chunkSize: chunkSize)
-      .run(progress: progress)
+    return try await ResumableUpload(
+      transport: transport, creationURL: url, source: source, chunkSize: chunkSize
+    )
+    .run(progress: progress)
   }
 
   /// Uploads a file and reports progress as an `AsyncStream` of (sent, total) besides the answer.

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
 /// What went wrong with a request, as the server said it (its problem+json `code`) or as the
 /// connection ended.
 public struct AttachdError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -13,7 +17,9 @@ public struct AttachdError: Error, Sendable, Equatable, CustomStringConvertible 
   /// Seconds the server asked to wait (`Retry-After`), when it said.
   public let retryAfter: Double?
 
-  public init(status: Int, code: String, title: String? = nil, detail: String? = nil, retryAfter: Double? = nil) {
+  public init(
+    status: Int, code: String, title: String? = nil, detail: String? = nil, retryAfter: Double? = nil
+  ) {
     self.status = status
     self.code = code
     self.title = title

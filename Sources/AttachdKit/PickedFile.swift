@@ -18,7 +18,8 @@
     }
 
     init(copying file: URL) throws {
-      let directory = FileManager.default.temporaryDirectory.appendingPathComponent("AttachdKit", isDirectory: true)
+      let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "AttachdKit", isDirectory: true)
       try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
       url = directory.appendingPathComponent(UUID().uuidString).appendingPathExtension(file.pathExtension)
       try FileManager.default.copyItem(at: file, to: url)

@@ -42,7 +42,9 @@ struct ResumableUpload {
     let (_, response) = try await transport.send(request, body: Data())
     guard let location = response.value(forHTTPHeaderField: "Location"),
       let url = URL(string: location, relativeTo: creationURL)?.absoluteURL
-    else { throw AttachdError(status: response.statusCode, code: "invalid_response", detail: "no upload URL") }
+    else {
+      throw AttachdError(status: response.statusCode, code: "invalid_response", detail: "no upload URL")
+    }
     return url
   }
 

@@ -16,7 +16,8 @@
       request.httpMethod = "POST"
       request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
       request.setValue(UUID().uuidString, forHTTPHeaderField: "Idempotency-Key")
-      let (data, _) = try await transport.send(request, file: source.url, progress: progress.map(ProgressDelegate.init))
+      let (data, _) = try await transport.send(
+        request, file: source.url, progress: progress.map(ProgressDelegate.init))
       progress?(source.size, source.size)
       return try JSONDecoder().decode(Attachment.self, from: data)
     }

@@ -1,9 +1,9 @@
 import Foundation
+import TestSupport
 
 #if canImport(FoundationNetworking)
   import FoundationNetworking
 #endif
-import TestSupport
 
 /// The built `attachd serve` on a free 127.0.0.1 port with a data directory of its own; stopped
 /// by its pid when the value goes.
@@ -16,14 +16,15 @@ final class LiveAttachd: @unchecked Sendable {
   var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
   init(environment extra: [String: String] = [:]) throws {
-    guard let binary = Self.binary else { throw ChildProcess.Failure(description: "attachd is not built") }
+    guard let binary = Self.binary else { throw StartFailure(description: "attachd is not built") }
     directory = try ScratchSpace.directory("attachdkit")
     let log = directory + "/stderr.log"
     _ = FileManager.default.createFile(atPath: log, contents: nil)
     process = Process()
     process.executableURL = URL(fileURLWithPath: binary)
     process.arguments = ["serve", "--port", "0", "--data-dir", directory + "/data"]
-    process.environment = ["ATTACHD_API_KEYS": "acme:\(Self.key)", "ATTACHD_ACCESS_LOG": "off"].merging(extra) {
+    process.environment = ["ATTACHD_API_KEYS": "acme:\(Self.key)", "ATTACHD_ACCESS_LOG": "off"].merging(extra)
+    {
       $1
     }
     process.currentDirectoryURL = URL(fileURLWithPath: directory)
@@ -41,7 +42,8 @@ final class LiveAttachd: @unchecked Sendable {
     }
     guard let found else {
       if process.isRunning { process.terminate() }
-      throw ChildProcess.Failure(description: "attachd did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+      throw StartFailure(
+        description: "attachd did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
     }
     port = found
   }
@@ -51,13 +53,30 @@ final class LiveAttachd: @unchecked Sendable {
     try? FileManager.default.removeItem(atPath: directory)
   }
 
+  /// Files under the data directory, with their sizes.
+  func storedFiles() -> [String] {
+    let root = directory + "/data"
+    let names = FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? []
+    return names.compactMap { name in
+      let attributes = try? FileManager.default.attributesOfItem(atPath: root + "/" + name)
+      guard attributes?[.type] as? FileAttributeType == .typeRegular else { return nil }
+      return "\(name) \((attributes?[.size] as? NSNumber)?.intValue ?? 0)"
+    }
+  }
+
   /// `attachd_stored_objects` from `/metrics` (the index's count; read once per test, so the
   /// gauge's 5 s cache is fresh).
   func storedObjects() async throws -> Int? {
     let (data, _) = try await URLSession.shared.data(from: baseURL.appendingPathComponent("metrics"))
-    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("attachd_stored_objects ") }
+    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first {
+      $0.hasPrefix("attachd_stored_objects ")
+    }
     return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
   }
+}
+
+struct StartFailure: Error, CustomStringConvertible {
+  let description: String
 }
 
 /// The resident set of this process, from /proc/self/status.

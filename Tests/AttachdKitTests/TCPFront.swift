@@ -25,23 +25,29 @@ final class TCPFront: @unchecked Sendable {
     self.loseFirstAnswer = loseFirstAnswer
     self.cutAfter = cutAfter
     self.faults = faults
-    listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var one: Int32 = 1
     setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
     var address = Self.loopback(port: 0)
     let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
     }
     guard bound == 0, listen(listener, 64) == 0 else { throw POSIXError(.EADDRINUSE) }
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
     }
+    self.listener = listener
     port = Int(UInt16(bigEndian: address.sin_port))
     Thread { [self] in acceptLoop() }.start()
   }
 
-  deinit { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+  deinit {
+    shutdown(listener, Int32(SHUT_RDWR))
+    close(listener)
+  }
 
   var counts: (connections: Int, cuts: Int) { lock.withLock { (connections, cuts) } }
 
@@ -71,7 +77,8 @@ final class TCPFront: @unchecked Sendable {
       received += buffer[0..<n]
       if expected == nil, let end = received.firstRange(of: Array("\r\n\r\n".utf8)) {
         let head = String(decoding: received[..<end.lowerBound], as: UTF8.self).lowercased()
-        let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+        let length =
+          head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
           .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
         expected = end.upperBound + length
       }
@@ -88,7 +95,9 @@ final class TCPFront: @unchecked Sendable {
     let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var address = Self.loopback(port: upstream)
     let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
     }
     guard connected == 0 else {
       close(client)
