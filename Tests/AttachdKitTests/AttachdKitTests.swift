@@ -106,15 +106,16 @@ struct AttachdKitTests {
     let server = try LiveAttachd(environment: ["ATTACHD_RATE_LIMIT": "1", "ATTACHD_RATE_BURST": "1"])
     let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
     let base = URL(string: "http://127.0.0.1:\(proxy?.port ?? server.port)")!
-    let client = AttachdClient(baseURL: base, retry: RetryPolicy(attempts: 3, initialDelay: 5)) {
+    let client = AttachdClient(baseURL: base, retry: RetryPolicy(attempts: 3, initialDelay: 30)) {
       LiveAttachd.key
     }
     _ = try await client.upload(file: Self.jpeg)
     let started = Date()
     _ = try await client.upload(file: Self.jpeg)
-    // Retry-After (1 s) was honoured, not the 5 s backoff.
-    #expect(Date().timeIntervalSince(started) < 4.5)
+    // Retry-After (1 s) was honoured, not the backoff (15–30 s).
+    #expect(Date().timeIntervalSince(started) < 12)
     #expect(Date().timeIntervalSince(started) >= 0.5)
+    #expect(try await server.metric(#"attachd_rejections_total{code="rate_limited"}"#) == 1)
   }
 
   @Test func retries429And503FromAFrontWithRetryAfter() async throws {
@@ -122,13 +123,13 @@ struct AttachdKitTests {
     let front = try TCPFront(upstream: server.port, faults: [429, 503])
     let client = AttachdClient(
       baseURL: URL(string: "http://127.0.0.1:\(front.port)")!,
-      retry: RetryPolicy(attempts: 3, initialDelay: 5)
+      retry: RetryPolicy(attempts: 3, initialDelay: 30)
     ) { LiveAttachd.key }
     let started = Date()
     let attachment = try await client.upload(file: Self.jpeg)
     #expect(attachment.id.hasPrefix("att_"))
     #expect(front.counts.connections >= 3)
-    #expect(Date().timeIntervalSince(started) < 9)
+    #expect(Date().timeIntervalSince(started) < 14)
     let limited = AttachdClient(
       baseURL: URL(
         string: "http://127.0.0.1:\(try TCPFront(upstream: server.port, faults: [503, 503]).port)")!,

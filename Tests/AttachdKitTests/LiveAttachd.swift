@@ -67,11 +67,14 @@ final class LiveAttachd: @unchecked Sendable {
   /// `attachd_stored_objects` from `/metrics` (the index's count; read once per test, so the
   /// gauge's 5 s cache is fresh).
   func storedObjects() async throws -> Int? {
+    try await metric("attachd_stored_objects ").map { Int($0) }
+  }
+
+  /// The value of the first `/metrics` line that starts with `prefix`.
+  func metric(_ prefix: String) async throws -> Double? {
     let (data, _) = try await URLSession.shared.data(from: baseURL.appendingPathComponent("metrics"))
-    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first {
-      $0.hasPrefix("attachd_stored_objects ")
-    }
-    return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
+    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(prefix) }
+    return line.flatMap { Double($0.split(separator: " ").last ?? "") }
   }
 }
 
