@@ -9,12 +9,14 @@ func systemLibrary(_ name: String, pkgConfig: String?, apt: [String]) -> Target 
 
 let package = Package(
   name: "attachd",
-  platforms: [.macOS(.v14)],
+  platforms: [.macOS(.v14), .iOS(.v16)],
   products: [
     .executable(name: "attachd", targets: ["attachd"]),
     .library(name: "HTTP", targets: ["HTTP"]),
     .library(name: "ImagePipeline", targets: ["ImagePipeline"]),
     .library(name: "ImageContainers", targets: ["ImageContainers"]),
+    // The client an app drops in (Foundation only; no server code): see docs/client.md.
+    .library(name: "AttachdKit", targets: ["AttachdKit"]),
   ],
   targets: [
     systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
@@ -123,6 +125,9 @@ let package = Package(
       name: "attachd-bench-unsandboxed", dependencies: ["App", "Sandbox", "PipelineSandbox"],
       path: "Sources/BenchUnsandboxed"),
 
+    // The Swift client of attachd for apps (iOS 16+) and Swift on Linux: Foundation only.
+    .target(name: "AttachdKit"),
+
     // Shared by the test targets: corpus location, temp dirs, live-server helpers.
     .target(name: "TestSupport", path: "Tests/TestSupport"),
     // One test client, two modes: in-process (any `HTTPHandler`, no socket) and live (HTTP/1.1
@@ -141,6 +146,8 @@ let package = Package(
     .testTarget(name: "UploadsTests", dependencies: ["Uploads", "TestSupport"]),
     .testTarget(
       name: "SandboxTests", dependencies: ["Sandbox", "PipelineSandbox", "ImagePipeline", "TestSupport"]),
+    // AttachdKit against the built `attachd serve` on a real port (and through HAProxy).
+    .testTarget(name: "AttachdKitTests", dependencies: ["AttachdKit", "TestSupport"]),
     .testTarget(name: "AppTests", dependencies: ["App", "Uploads", "TestSupport", "AttachdTesting"]),
   ]
 )

@@ -1,0 +1,54 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// What went wrong with a request, as the server said it (its problem+json `code`) or as the
+/// connection ended.
+public struct AttachdError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// The HTTP status; 0 when no answer arrived.
+  public let status: Int
+  /// The server's stable problem `code` (`token_expired`, `unsupported_format`, …), or
+  /// `connection_lost` / `invalid_response` from the client itself.
+  public let code: String
+  public let title: String?
+  public let detail: String?
+  /// Seconds the server asked to wait (`Retry-After`), when it said.
+  public let retryAfter: Double?
+
+  public init(
+    status: Int, code: String, title: String? = nil, detail: String? = nil, retryAfter: Double? = nil
+  ) {
+    self.status = status
+    self.code = code
+    self.title = title
+    self.detail = detail
+    self.retryAfter = retryAfter
+  }
+
+  public var description: String {
+    "attachd \(status) \(code)" + (title.map { ": \($0)" } ?? "")
+  }
+
+  /// Worth another try of the same request: the server said wait, or it was busy.
+  var isRetryable: Bool { status == 429 || status == 503 || status == 0 }
+
+  /// The error of a non-2xx answer: its problem body when it has one.
+  static func from(status: Int, body: Data, headers: HTTPURLResponse) -> AttachdError {
+    struct Problem: Decodable {
+      let code: String?
+      let title: String?
+      let detail: String?
+    }
+    let problem = try? JSONDecoder().decode(Problem.self, from: body)
+    let retryAfter = headers.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
+    return AttachdError(
+      status: status, code: problem?.code ?? "http_\(status)", title: problem?.title, detail: problem?.detail,
+      retryAfter: retryAfter)
+  }
+
+  static func connectionLost(_ error: any Error) -> AttachdError {
+    AttachdError(status: 0, code: "connection_lost", detail: String(describing: error))
+  }
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+/// One stored attachment: the server's `Record` (`GET /openapi.json`,
+/// `components.schemas.Record`). `AttachmentSchemaTests` keeps the two equal.
+public struct Attachment: Codable, Sendable, Equatable {
+  /// The image the server received, before it normalised it.
+  public struct Source: Codable, Sendable, Equatable {
+    public let format: String
+    public let width: Int
+    public let height: Int
+    public let bytes: Int
+    public let orientation: Int
+    public let orientationSource: String?
+    public let colourProfile: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+      case format, width, height, bytes, orientation
+      case orientationSource = "orientation_source"
+      case colourProfile = "colour_profile"
+    }
+  }
+
+  /// One model profile's rendition: its size always, its bytes once it is made.
+  public struct ProfileImage: Codable, Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    public let estimatedTokens: Int?
+    public let url: String
+    public let bytes: Int?
+    public let sha256: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+      case width, height, url, bytes, sha256
+      case estimatedTokens = "estimated_tokens"
+    }
+  }
+
+  public let id: String
+  public let url: String
+  public let contentType: String
+  public let width: Int
+  public let height: Int
+  public let bytes: Int
+  public let sha256: String
+  public let source: Source
+  /// RFC 3339 timestamps, kept as the server wrote them.
+  public let createdAt: String
+  public let expiresAt: String
+  public let owner: String?
+  public let signedURL: String?
+  public let profile: String
+  public let estimatedTokens: Int?
+  public let profiles: [String: ProfileImage]
+
+  enum CodingKeys: String, CodingKey, CaseIterable {
+    case id, url, width, height, bytes, sha256, source, owner, profile, profiles
+    case contentType = "content_type"
+    case createdAt = "created_at"
+    case expiresAt = "expires_at"
+    case signedURL = "signed_url"
+    case estimatedTokens = "estimated_tokens"
+  }
+}
+
+/// The names the JSON of each type uses, for the schema test.
+extension Attachment {
+  public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+}
+extension Attachment.Source {
+  public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+}
+extension Attachment.ProfileImage {
+  public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+}

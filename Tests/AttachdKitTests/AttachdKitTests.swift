@@ -1,0 +1,234 @@
+import AttachdKit
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// AttachdKit against the built `attachd serve` on a real port: every request crosses a socket.
+/// Serialized: the memory test reads this process's resident set, which other tests would move.
+@Suite(.serialized, .enabled(if: LiveAttachd.binary != nil, "attachd binary not built"))
+struct AttachdKitTests {
+  static let jpeg = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Fixtures/decoders/jpeg-trailing-data.jpg")
+
+  static func client(_ url: URL, chunkSize: Int = 2 << 20) -> AttachdClient {
+    AttachdClient(baseURL: url, chunkSize: chunkSize, retry: RetryPolicy(initialDelay: 0.05)) {
+      LiveAttachd.key
+    }
+  }
+
+  /// A JPEG followed by `padding` zero bytes (a sparse file): a valid image of any size.
+  static func paddedJPEG(_ padding: Int) throws -> URL {
+    let url = URL(fileURLWithPath: ScratchSpace.file("attachdkit-padded", suffix: ".jpg"))
+    try Data(contentsOf: jpeg).write(to: url)
+    let handle = try FileHandle(forWritingTo: url)
+    try handle.truncate(atOffset: try handle.seekToEnd() + UInt64(padding))
+    try handle.close()
+    return url
+  }
+
+  @Test func uploadsReadsAndDeletes() async throws {
+    let server = try LiveAttachd()
+    let client = Self.client(server.baseURL)
+    let progress = Progress()
+    let attachment = try await client.upload(file: Self.jpeg, profile: "anthropic") { sent, total in
+      progress.record(sent, total)
+    }
+    #expect(attachment.id.hasPrefix("att_"))
+    #expect(attachment.profile == "anthropic")
+    #expect(progress.last == progress.total && progress.total > 0)
+    #expect(try await client.attachment(id: attachment.id).id == attachment.id)
+    try await client.delete(id: attachment.id)
+    await #expect(throws: AttachdError.self) { try await client.attachment(id: attachment.id) }
+    do {
+      _ = try await client.attachment(id: attachment.id)
+    } catch let error as AttachdError {
+      #expect(error.status == 404 && error.code == "not_found")
+    }
+  }
+
+  @Test func aRealPhotoFromTheCorpusGoesResumableInChunks() async throws {
+    guard let corpus = Corpus.directory else { return }
+    let server = try LiveAttachd()
+    let photo = corpus.appendingPathComponent("heic-iphone13pro-grid-depth-gps.heic")
+    let attachment = try await Self.client(server.baseURL, chunkSize: 256 << 10).upload(file: photo)
+    #expect(
+      attachment.source.format.lowercased().contains("heic")
+        || attachment.source.format.lowercased().contains("heif"))
+    #expect(attachment.width == 2048)
+  }
+
+  /// 200 MB from disk: the resident set grows by at most 16 MiB while it is sent.
+  @Test func a200MBFileKeepsMemoryFlat() async throws {
+    let server = try LiveAttachd(environment: ["ATTACHD_MAX_UPLOAD_BYTES": String(256 << 20)])
+    let file = try Self.paddedJPEG(200_000_000)
+    defer { try? FileManager.default.removeItem(at: file) }
+    // The default chunk size: the figure is what an app gets.
+    let client = AttachdClient(baseURL: server.baseURL) { LiveAttachd.key }
+    let before = ResidentMemory.current()
+    let progress = Progress()
+    let (result, peak) = await ResidentMemory.peak {
+      await Result(catching: { try await client.upload(file: file) { progress.record($0, $1) } })
+    }
+    let growth = peak - before
+    print(
+      "AttachdKit: 200 MB upload, resident set \(before >> 20) MiB before, peak \(peak >> 20) MiB, growth \(growth >> 10) KiB"
+    )
+    #expect(progress.last == 200_000_000 + Int64(try Data(contentsOf: Self.jpeg).count))
+    #expect(growth <= 16 << 20)
+    // The server takes the bytes; what it makes of a JPEG with 200 MB of trailing zeros is its
+    // business (stored, or refused with its problem code) — the memory is the point here.
+    // A JPEG followed by 200 MB of zeros is a valid JPEG to the server: stored, one record.
+    let attachment = try result.get()
+    #expect(attachment.source.bytes == Int(progress.total))
+  }
+
+  @Test(arguments: [false, true]) func aCutConnectionResumesFromTheServersOffset(haproxy: Bool) async throws {
+    let server = try LiveAttachd()
+    let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
+    let front = try TCPFront(upstream: proxy?.port ?? server.port, cutAfter: 1_500_000)
+    let file = try Self.paddedJPEG(3_000_000)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let attachment = try await Self.client(URL(string: "http://127.0.0.1:\(front.port)")!, chunkSize: 1 << 20)
+      .upload(file: file)
+    #expect(front.counts.cuts == 1)
+    #expect(front.counts.connections >= 2)
+    #expect(attachment.id.hasPrefix("att_"))
+    #expect(try await server.storedObjects() == 1)
+    _ = proxy
+  }
+
+  @Test(arguments: [false, true]) func retriesAfterTheServersRetryAfter(haproxy: Bool) async throws {
+    // The real server's own 429: one request per second, a burst of one.
+    let server = try LiveAttachd(environment: ["ATTACHD_RATE_LIMIT": "1", "ATTACHD_RATE_BURST": "1"])
+    let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
+    let base = URL(string: "http://127.0.0.1:\(proxy?.port ?? server.port)")!
+    let client = AttachdClient(baseURL: base, retry: RetryPolicy(attempts: 3, initialDelay: 30)) {
+      LiveAttachd.key
+    }
+    _ = try await client.upload(file: Self.jpeg)
+    let started = Date()
+    _ = try await client.upload(file: Self.jpeg)
+    // Retry-After (1 s) was honoured, not the backoff (15–30 s).
+    #expect(Date().timeIntervalSince(started) < 12)
+    #expect(Date().timeIntervalSince(started) >= 0.5)
+    #expect(try await server.metric(#"attachd_rejections_total{code="rate_limited"}"#) == 1)
+  }
+
+  @Test func retries429And503FromAFrontWithRetryAfter() async throws {
+    let server = try LiveAttachd()
+    let front = try TCPFront(upstream: server.port, faults: [429, 503])
+    let client = AttachdClient(
+      baseURL: URL(string: "http://127.0.0.1:\(front.port)")!,
+      retry: RetryPolicy(attempts: 3, initialDelay: 30)
+    ) { LiveAttachd.key }
+    let started = Date()
+    let attachment = try await client.upload(file: Self.jpeg)
+    #expect(attachment.id.hasPrefix("att_"))
+    #expect(front.counts.connections >= 3)
+    #expect(Date().timeIntervalSince(started) < 14)
+    let limited = AttachdClient(
+      baseURL: URL(
+        string: "http://127.0.0.1:\(try TCPFront(upstream: server.port, faults: [503, 503]).port)")!,
+      retry: RetryPolicy(attempts: 2, initialDelay: 0.05)
+    ) { LiveAttachd.key }
+    do {
+      _ = try await limited.upload(file: Self.jpeg)
+      Issue.record("two 503s with two attempts must fail")
+    } catch let error as AttachdError {
+      #expect(error.status == 503 && error.code == "overloaded" && error.retryAfter == 1)
+    }
+  }
+
+  @Test func theIdempotencyKeyMakesARetriedUploadOneAttachment() async throws {
+    // The first answer is lost: the front cuts the connection once the whole request is in, so
+    // the server stores it and the client retries with the same Idempotency-Key.
+    let server = try LiveAttachd()
+    let front = try TCPFront(upstream: server.port, loseFirstAnswer: true)
+    let client = Self.client(URL(string: "http://127.0.0.1:\(front.port)")!)
+    let attachment = try await client.upload(file: Self.jpeg)
+    #expect(front.counts.cuts == 1)
+    #expect(attachment.id.hasPrefix("att_"))
+    #expect(try await server.storedObjects() == 1)
+  }
+
+  @Test func aCancelledUploadStoresNothing() async throws {
+    let server = try LiveAttachd()
+    let file = try Self.paddedJPEG(40_000_000)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let client = Self.client(server.baseURL, chunkSize: 1 << 20)
+    let progress = Progress()
+    let task = Task { try await client.upload(file: file) { progress.record($0, $1) } }
+    while progress.last < 3 << 20 { try await Task.sleep(nanoseconds: 5_000_000) }
+    task.cancel()
+    await #expect(throws: CancellationError.self) { try await task.value }
+    // The client said DELETE: no attachment was made, and the upload is gone.
+    #expect(try await server.storedObjects() == 0)
+    print("AttachdKit: after the cancel the data directory holds \(server.storedFiles())")
+  }
+
+  @Test func anExpiredTokenIsRefreshedOnce() async throws {
+    let secret = try ScratchSpace.directory("attachdkit-secret") + "/secret"
+    try Data((0..<48).map { _ in "0123456789abcdef".randomElement()! }.map { $0.asciiValue! }).write(
+      to: URL(fileURLWithPath: secret))
+    let server = try LiveAttachd(environment: [
+      "ATTACHD_TOKEN_KEYS": #"[{"tenant":"acme","iss":"acme","alg":"HS256","secret_file":"\#(secret)"}]"#,
+      "ATTACHD_TOKEN_LEEWAY": "0",
+    ])
+    let binary = try #require(LiveAttachd.binary)
+    @Sendable func mint(ttl: Int) throws -> String {
+      try ChildProcess.run(
+        binary,
+        [
+          "tokens", "mint", "--key", secret, "--iss", "acme", "--sub", "user-1", "--scope", "upload read",
+          "--ttl", String(ttl),
+        ]
+      ).output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    // The first token is about to expire (1 s); it has when the upload starts.
+    let first = try mint(ttl: 1)
+    try await Task.sleep(nanoseconds: 2_100_000_000)
+    let calls = Progress()
+    let client = AttachdClient(baseURL: server.baseURL) {
+      calls.record(calls.last + 1, 0)
+      return calls.last == 1 ? first : try mint(ttl: 600)
+    }
+    let attachment = try await client.upload(file: Self.jpeg)
+    #expect(attachment.owner == "user-1")
+    #expect(calls.last == 2)
+  }
+
+  @Test func attachmentMatchesTheServersOpenAPIRecord() async throws {
+    let server = try LiveAttachd()
+    let (data, _) = try await URLSession.shared.data(
+      from: server.baseURL.appendingPathComponent("openapi.json"))
+    let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: Any])
+    func properties(_ schema: Any?) throws -> Set<String> {
+      Set(try #require((schema as? [String: Any])?["properties"] as? [String: Any]).keys)
+    }
+    let record = schemas["Record"] as? [String: Any]
+    #expect(try properties(record) == Attachment.jsonKeys)
+    #expect(
+      try properties((record?["properties"] as? [String: Any])?["source"]) == Attachment.Source.jsonKeys)
+    #expect(try properties(schemas["ProfileImage"]) == Attachment.ProfileImage.jsonKeys)
+  }
+}
+
+/// The last progress an upload reported.
+final class Progress: @unchecked Sendable {
+  private let lock = NSLock()
+  private var values: (Int64, Int64) = (0, 0)
+  var last: Int64 { lock.withLock { values.0 } }
+  var total: Int64 { lock.withLock { values.1 } }
+  func record(_ sent: Int64, _ total: Int64) { lock.withLock { values = (sent, total) } }
+}
+
+extension Result where Failure == any Error {
+  init(catching body: () async throws -> Success) async {
+    do { self = .success(try await body()) } catch { self = .failure(error) }
+  }
+}
