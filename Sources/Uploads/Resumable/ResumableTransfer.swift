@@ -67,7 +67,9 @@ final class ResumableTransfer: UploadBodyDelegate {
     case .append(let id, let offset, let length):
       let upload = try uploads.resumable.upload(id: id, caller: request.caller)
       state.withLock { $0.upload = upload }
-      if upload.isComplete, complete, bodyIsEmpty, offset == upload.length ?? upload.offset {
+      if upload.isComplete, complete, bodyIsEmpty, offset == upload.length ?? upload.offset,
+        answers.version.replaysRepeatedCompletion
+      {
         throw RepeatedCompletion()
       }
       let writer = try store.openWriter(

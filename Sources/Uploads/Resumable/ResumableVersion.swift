@@ -89,6 +89,13 @@ struct ResumableVersion: Sendable, Hashable, CustomStringConvertible {
   /// The inconsistent-length problem type (draft -06 on).
   var hasLengthProblemType: Bool { number >= 7 }
 
+  /// A completing append with no body at the final offset of an upload already complete gets
+  /// the recorded answer again (a client that lost it asks this way). Drafts -04 … -08
+  /// (interop 6 and 7) say an append to a completed upload MUST be refused with the
+  /// completed-upload problem type and name no exception, so those versions get the 400;
+  /// the versions before problem types, and interop 8, keep the replay.
+  var replaysRepeatedCompletion: Bool { number < 6 || number >= 8 }
+
   /// An append past the upload's known length makes the upload invalid (draft -08 on): it is
   /// deleted, and later requests on it answer 404.
   var invalidatesOnLengthExceeded: Bool { number >= 8 }

@@ -74,10 +74,17 @@ struct ResumableRulesTests {
       more.json?["type"] as? String
         == (version >= 6 ? "https://iana.org/assignments/http-problem-types#completed-upload" : "about:blank")
     )
-    // A completing append with no body at the final offset asks for the answer again.
+    // A completing append with no body at the final offset asks for the answer again, except
+    // at interop 6 and 7, whose drafts refuse every append to a completed upload.
     let again = try Self.exchange(server, client.append(resumed.path, offset: body.count, length: 0))
-    #expect(again.status == 201)
-    #expect(again.body == resumed.final.body)
+    if version == 6 || version == 7 {
+      #expect(again.status == 400)
+      #expect(again.json?["code"] as? String == "upload_completed")
+      #expect(again.json?["type"] as? String == ResumableVersion.completedUploadType)
+    } else {
+      #expect(again.status == 201)
+      #expect(again.body == resumed.final.body)
+    }
   }
 
   @Test(arguments: ResumableInteropTests.versions)
