@@ -31,8 +31,10 @@ public struct AttachdError: Error, Sendable, Equatable, CustomStringConvertible 
     "attachd \(status) \(code)" + (title.map { ": \($0)" } ?? "")
   }
 
-  /// Worth another try of the same request: the server said wait, or it was busy.
-  var isRetryable: Bool { status == 429 || status == 503 || status == 0 }
+  /// Worth another try of the same request: the server said wait, or it was busy, or the request
+  /// never reached it whole (`408`: on Linux, FoundationNetworking's libcurl resends a request
+  /// whose reused connection died at once, head only, and the server times the body out).
+  var isRetryable: Bool { status == 408 || status == 429 || status == 503 || status == 0 }
 
   /// The error of a non-2xx answer: its problem body when it has one.
   static func from(status: Int, body: Data, headers: HTTPURLResponse) -> AttachdError {

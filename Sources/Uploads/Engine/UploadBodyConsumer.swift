@@ -198,6 +198,10 @@ final class UploadBodyConsumer: RequestBodyConsumer, Sendable {
     let (writer, handle, refusal, received) = state.withLock {
       ($0.writer, $0.handle, $0.refusal, $0.received)
     }
+    // A takeover between the close being asked for and running it stopped the writer and
+    // answered (`preempt`): nothing is left to close or to say. (A client cut mid-body whose
+    // HTTP library resent the request on a new connection at once was seen to do this.)
+    guard let writer else { return }
     let outcome = UploadCloseOutcome(
       closing: writer, reason: reason, refusal: refusal, bytesReceived: received)
     state.withLock {
