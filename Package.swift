@@ -53,6 +53,12 @@ let package = Package(
     // like ImagePipeline: PNG CRC checks walk the whole file.
     .target(
       name: "ImageContainers", swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+    // Movie containers (QuickTime, MP4) in pure Swift over ImageContainers' box walker: the
+    // outline the server reads before any sample is decoded (tracks, codecs, display matrix,
+    // colour, durations, data references, where metadata sits) and the limits checked on it.
+    .target(
+      name: "MovieContainers", dependencies: ["ImageContainers"],
+      swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
     // The only code that touches the C image libraries. Optimised even in debug builds, like
     // ImagePipeline: its colour conversion loop is vector code, ~40x slower unoptimised.
     .target(
@@ -126,6 +132,7 @@ let package = Package(
     .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
     .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport", "AttachdTesting"]),
     .testTarget(name: "ImageContainersTests", dependencies: ["ImageContainers"]),
+    .testTarget(name: "MovieContainersTests", dependencies: ["MovieContainers", "TestSupport"]),
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
     .testTarget(
       name: "ImagePipelineTests",
