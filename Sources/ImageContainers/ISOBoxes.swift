@@ -28,7 +28,8 @@ package struct ISOBoxError: Error, Equatable {
 package enum ISOBoxes {
   /// The boxes in `[start, end)`, at most `max` of them; throws at the first box that does not
   /// fit. A size of 0 means "to the end of the parent", as the format allows.
-  package static func children(_ r: ByteReader, from start: Int, to end: Int, max: Int = .max) throws(ISOBoxError)
+  package static func children(_ r: ByteReader, from start: Int, to end: Int, max: Int = .max)
+    throws(ISOBoxError)
     -> [ISOBox]
   {
     var result: [ISOBox] = []
@@ -49,7 +50,9 @@ package enum ISOBoxes {
     var header = 8
     var size = UInt64(size32)
     if size32 == 1 {
-      guard let large = r.u64(offset + 8) else { throw ISOBoxError(reason: "truncated largesize", offset: offset) }
+      guard let large = r.u64(offset + 8) else {
+        throw ISOBoxError(reason: "truncated largesize", offset: offset)
+      }
       size = large
       header = 16
     } else if size32 == 0 {

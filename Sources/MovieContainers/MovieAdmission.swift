@@ -74,7 +74,9 @@ public enum MovieRefusal: Error, Equatable, Sendable {
 /// before a single sample is read.
 public enum MovieAdmission {
   /// Reads the outline of `bytes` and checks it against `limits`; returns the outline to decode.
-  public static func admit(_ bytes: UnsafeRawBufferPointer, limits: MovieLimits) throws(MovieRefusal) -> MovieOutline {
+  public static func admit(_ bytes: UnsafeRawBufferPointer, limits: MovieLimits) throws(MovieRefusal)
+    -> MovieOutline
+  {
     guard bytes.count <= limits.maxBytes else { throw .tooLargeBytes(bytes.count) }
     let outline: MovieOutline
     do {

@@ -61,7 +61,8 @@ public enum MovieOutlineReader {
     }
     if cut { throw .truncated }
     guard moov.end - moov.offset <= maxMovieBoxBytes else { throw .movieBoxTooLarge(moov.end - moov.offset) }
-    for box in top where box.type == FourCC("uuid") || box.type == FourCC("meta") || box.type == FourCC("udta") {
+    for box in top
+    where box.type == FourCC("uuid") || box.type == FourCC("meta") || box.type == FourCC("udta") {
       outline.metadataCarriers.append(box.type == FourCC("uuid") ? "uuid" : "\(box.type)")
     }
     try readMovie(r, moov, into: &outline)
@@ -156,13 +157,16 @@ public enum MovieOutlineReader {
     track.id = r.u32(tkhd.body + (version == 1 ? 20 : 12)) ?? 0
     // version/flags, times and id, reserved, duration, reserved[2], layer, group, volume, reserved.
     let matrix = tkhd.body + 4 + (version == 1 ? 32 : 20) + 16
-    if let a = r.u32(matrix), let b = r.u32(matrix + 4), let c = r.u32(matrix + 12), let d = r.u32(matrix + 16) {
+    if let a = r.u32(matrix), let b = r.u32(matrix + 4), let c = r.u32(matrix + 12),
+      let d = r.u32(matrix + 16)
+    {
       track.orientation = MovieOrientation(
         a: Int32(bitPattern: a), b: Int32(bitPattern: b), c: Int32(bitPattern: c), d: Int32(bitPattern: d))
     }
   }
 
-  private static func readMedia(_ r: ByteReader, _ mdia: ISOBox, into track: inout MovieTrack) throws(Failure) {
+  private static func readMedia(_ r: ByteReader, _ mdia: ISOBox, into track: inout MovieTrack) throws(Failure)
+  {
     for box in try children(r, mdia) {
       switch box.type.description {
       case "mdhd": (track.timescale, track.mediaDuration) = timing(r, box)
@@ -209,14 +213,17 @@ public enum MovieOutlineReader {
     let entries = min(count, (stts.end - stts.body - 8) / 8)
     var samplesByDelta: [UInt32: UInt64] = [:]
     for i in 0..<entries {
-      guard let samples = r.u32(stts.body + 8 + 8 * i), let delta = r.u32(stts.body + 12 + 8 * i) else { break }
+      guard let samples = r.u32(stts.body + 8 + 8 * i), let delta = r.u32(stts.body + 12 + 8 * i) else {
+        break
+      }
       if delta >= 1 << 31 { track.timeRunsBackwards = true }
       // The last entry is often one odd sample (the final frame's duration is a guess).
       if i == entries - 1 && samples == 1 && entries > 1 { continue }
       samplesByDelta[delta, default: 0] += UInt64(samples)
     }
     track.variableFrameRate = samplesByDelta.count > 1
-    track.commonSampleDelta = samplesByDelta.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }?
+    track.commonSampleDelta =
+      samplesByDelta.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }?
       .key ?? 0
   }
 

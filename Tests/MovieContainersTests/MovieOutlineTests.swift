@@ -10,7 +10,8 @@ import Testing
     try MovieOutlineReader.read(try VideoFixtures.bytes(name))
   }
 
-  func admit(_ name: String, limits: MovieLimits = MovieLimits()) throws -> Result<MovieOutline, MovieRefusal> {
+  func admit(_ name: String, limits: MovieLimits = MovieLimits()) throws -> Result<MovieOutline, MovieRefusal>
+  {
     let bytes = try VideoFixtures.bytes(name)
     return bytes.withUnsafeBytes { raw in
       do throws(MovieRefusal) {
