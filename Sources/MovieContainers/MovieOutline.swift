@@ -18,6 +18,10 @@ public struct MovieOutline: Sendable, Equatable {
   /// Where the file keeps text about its author, place or device: paths such as `moov/udta/©xyz`,
   /// `moov/meta`, `uuid` (XMP) or a timed-metadata track's `trak[2]:mebx`. Outputs carry none.
   public var metadataCarriers: [String] = []
+  /// An iPhone's Live Photo content identifier (`com.apple.quicktime.content.identifier` in the
+  /// `moov/meta` keys): the movie's half of the pairing with its still. Read to pair the two,
+  /// never written into an output.
+  public var contentIdentifier: String?
   /// Bytes of the whole file as the reader saw it.
   public var fileSize: Int
 

@@ -105,6 +105,8 @@ public enum MovieOutlineReader {
         }
       case "meta":
         outline.metadataCarriers.append("moov/meta")
+        outline.contentIdentifier = QuickTimeKeys.value(
+          r, meta: box, key: "com.apple.quicktime.content.identifier")
       default:
         break
       }

@@ -104,6 +104,7 @@ import Testing
   @Test func iPhoneCarriersAndTracks() throws {
     let movie = try outline("iphone-metadata.mov")
     #expect(movie.metadataCarriers.contains("moov/meta"))
+    #expect(movie.contentIdentifier == "5E1C0A7D-PLANTED-CONTENT-ID")
     #expect(movie.metadataCarriers.contains { $0.hasSuffix(":mebx") })
     #expect(movie.tracks.map(\.kind) == [.video, .audio, .audio, .timedMetadata])
     // The decodable audio is the AAC track, not the apac one.
@@ -189,5 +190,26 @@ import Testing
     }
     let image = try DecoderFixtures.bytes("mono8-limited.heic")
     #expect(throws: MovieOutlineReader.Failure.notAMovie) { try MovieOutlineReader.read(image) }
+  }
+}
+
+/// The two halves of a Live Photo name the same content identifier: the still in its Apple
+/// MakerNote, the movie in its `moov/meta` keys.
+@Suite struct LivePhotoIdentifierTests {
+  @Test func stillAndMovieCarryTheSameIdentifier() throws {
+    let still = try #require(EXIFReader.read(jpegAPP1(try VideoFixtures.bytes("live-photo.jpg"))))
+    let movie = try MovieOutlineReader.read(try VideoFixtures.bytes("live-photo.mov"))
+    #expect(still.appleContentIdentifier == "5E1C0A7D-PLANTED-CONTENT-ID")
+    #expect(movie.contentIdentifier == still.appleContentIdentifier)
+    let other = try MovieOutlineReader.read(try VideoFixtures.bytes("live-photo-other.mov"))
+    #expect(other.contentIdentifier == "0B0E0F0A-OTHER-CONTENT-ID")
+    #expect(try MovieOutlineReader.read(try VideoFixtures.bytes("hevc-aac.mov")).contentIdentifier == nil)
+  }
+
+  /// The payload of the first APP1 segment of a JPEG.
+  func jpegAPP1(_ jpeg: [UInt8]) throws -> [UInt8] {
+    try #require(jpeg[2] == 0xFF && jpeg[3] == 0xE1)
+    let length = Int(jpeg[4]) << 8 | Int(jpeg[5])
+    return Array(jpeg[6..<(4 + length)])
   }
 }
