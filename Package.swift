@@ -59,6 +59,13 @@ let package = Package(
     .target(
       name: "MovieContainers", dependencies: ["ImageContainers"],
       swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+    // Frames of a video, decoded by libavformat + libavcodec over the bytes in memory (no
+    // protocol, no file), HDR tone-mapped by libavfilter: C, for the sandbox's children only.
+    .target(name: "VideoFrames", dependencies: ["DelayLoadAVFormat", "DelayLoadAVCodec"]),
+    // A video's stills: the outline checked, the chosen frames decoded (VideoFrames) and each made
+    // a clean JPEG by the still pipeline.
+    .target(
+      name: "VideoPipeline", dependencies: ["ImagePipeline", "ImageCodecs", "MovieContainers", "VideoFrames"]),
     // The only code that touches the C image libraries. Optimised even in debug builds, like
     // ImagePipeline: its colour conversion loop is vector code, ~40x slower unoptimised.
     .target(
@@ -98,6 +105,8 @@ let package = Package(
     .target(name: "DelayLoadPQ", dependencies: ["DelayLoad", "CPQ"]),
     .target(name: "DelayLoadAVCodec", dependencies: ["DelayLoad", "CAVCodec"]),
     .target(name: "DelayLoadHeif", dependencies: ["DelayLoad", "CHeif"]),
+    // libavformat + libavfilter for video, opened by the sandbox's helper (not linked).
+    .target(name: "DelayLoadAVFormat", dependencies: ["DelayLoad", "DelayLoadAVCodec"]),
     // The durable upload engine and the three ways a body reaches it: plain (in memory or
     // spooled), the IETF resumable-upload draft and tus 1.0, side by side. What it needs of the
     // App (the pipeline behind a complete body, the error table) comes through `UploadHost`.
@@ -133,6 +142,9 @@ let package = Package(
     .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport", "AttachdTesting"]),
     .testTarget(name: "ImageContainersTests", dependencies: ["ImageContainers"]),
     .testTarget(name: "MovieContainersTests", dependencies: ["MovieContainers", "TestSupport"]),
+    .testTarget(
+      name: "VideoPipelineTests",
+      dependencies: ["VideoPipeline", "ImagePipeline", "ImageCodecs", "TestSupport"]),
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
     .testTarget(
       name: "ImagePipelineTests",
