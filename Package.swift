@@ -117,7 +117,9 @@ let package = Package(
     .target(name: "SandboxShims"),
     .target(name: "Sandbox", dependencies: ["SandboxShims"]),
     // The pipeline through the sandbox: its jobs (run by the helper) and the server's side.
-    .target(name: "PipelineSandbox", dependencies: ["ImagePipeline", "ImageCodecs", "Sandbox", "Crypto"]),
+    .target(
+      name: "PipelineSandbox",
+      dependencies: ["ImagePipeline", "ImageCodecs", "Sandbox", "Crypto", "MovieContainers", "VideoPipeline"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.

@@ -11,6 +11,13 @@ public struct VideoStill: Sendable, Equatable {
   /// Upright size.
   public var width: Int
   public var height: Int
+
+  public init(time: Double, jpeg: [UInt8], width: Int, height: Int) {
+    self.time = time
+    self.jpeg = jpeg
+    self.width = width
+    self.height = height
+  }
 }
 
 /// The stills of one video: a poster and frames evenly spaced over its duration.
@@ -19,6 +26,12 @@ public struct VideoStills: Sendable {
   public var frames: [VideoStill]
   /// Whether the stills were tone-mapped from HDR (HLG, PQ, Dolby Vision's base layer).
   public var toneMapped: Bool
+
+  public init(poster: VideoStill, frames: [VideoStill], toneMapped: Bool) {
+    self.poster = poster
+    self.frames = frames
+    self.toneMapped = toneMapped
+  }
 }
 
 /// How many stills and how large.
@@ -95,6 +108,11 @@ public enum VideoStillsMaker {
     options.declared_transfer = Int32(video.colour?.transfer ?? 2)
     options.target_width = Int32(stored.0)
     options.target_height = Int32(stored.1)
+    // libav's own logger would write to standard error (and ask if it is a terminal first).
+    if let failure = preload() {
+      throw .pipeline(PipelineError(.internal, "video libraries", detail: failure))
+    }
+    AVCodecLog.installIfNeeded()
     let frames = try FrameSource(input, options: options)
     // Half the spacing: a keyframe that close to a time stands for it (no decoding up to it).
     let times = settings.frameTimes(duration: duration)
@@ -199,5 +217,13 @@ final class FrameSource {
         String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
     return picture
+  }
+}
+
+extension VideoStillsMaker {
+  /// Opens libavformat, libavfilter and libavcodec now (the sandbox's helper, before it locks
+  /// down): nil, or why they could not be opened.
+  public static func preload() -> String? {
+    VideoFrames_preload().map { String(cString: $0) }
   }
 }
