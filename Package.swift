@@ -84,7 +84,8 @@ let package = Package(
     // The `process` and `inspect` commands on top of ImagePipeline: arguments, exit statuses, the
     // atomically written output and the inspection JSON.
     .target(
-      name: "PipelineCLI", dependencies: ["ImagePipeline", "PipelineSandbox", "Sandbox", "SystemCalls"]),
+      name: "PipelineCLI",
+      dependencies: ["ImagePipeline", "PipelineSandbox", "Sandbox", "SystemCalls", "VideoPipeline"]),
     // Every libjpeg warning of a JPEG that TurboJPEG warned about, with the MCU row it arose in,
     // for ImageCodecs' JPEG recovery rule (C: libjpeg reports errors by longjmp). Links libjpeg
     // (libjpeg62-turbo: small, no dependencies; libturbojpeg exports only its tj* API).

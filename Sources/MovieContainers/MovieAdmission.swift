@@ -58,6 +58,24 @@ public enum MovieRefusal: Error, Equatable, Sendable {
     }
   }
 
+  /// A sentence for people.
+  public var reason: String {
+    switch self {
+    case .tooLargeBytes(let bytes): "the video is \(bytes) bytes, more than allowed"
+    case .tooLong(let seconds): "the video is \(Int(seconds)) s long, longer than allowed"
+    case .durationUnknown: "the video's header gives no duration"
+    case .frameTooLarge(let width, let height):
+      "the video's frames are \(width)×\(height), larger than allowed"
+    case .frameRateTooHigh(let rate): "the video has \(Int(rate)) frames a second, more than allowed"
+    case .tooManyTracks(let count): "the video has \(count) tracks, more than allowed"
+    case .noVideo: "there is no HEVC, H.264, VP9 or AV1 video track"
+    case .externalReference: "the video refers to data in another file"
+    case .timestampsBackwards: "the video's frame times run backwards"
+    case .truncated: "the video is cut short"
+    case .corrupt(let what): "the video's container is malformed (\(what))"
+    }
+  }
+
   /// The HTTP status the code is answered with: 413 for what is too big, 415 for what is not a
   /// video we take, 422 for what is broken.
   public var status: Int {
