@@ -1,3 +1,4 @@
+import Foundation
 import ImageCodecs
 import ImagePipeline
 import MovieContainers
@@ -150,5 +151,40 @@ extension Array where Element == UInt8 {
     return (0...(count - needle.count)).contains { start in
       self[start] == needle[0] && Array(self[start..<(start + needle.count)]) == needle
     }
+  }
+}
+
+/// HDR stills against the `ffmpeg` command line doing the same tone map on the same frame:
+/// within 30 dB PSNR (the still is a JPEG at quality 85; the reference is raw RGB).
+@Suite struct ToneMapReferenceTests {
+  static let ffmpeg = ["/usr/bin/ffmpeg", "/usr/local/bin/ffmpeg"].first {
+    FileManager.default.isExecutableFile(atPath: $0)
+  }
+
+  @Test(
+    .enabled(if: ffmpeg != nil, "skipped: no ffmpeg"),
+    arguments: [("hevc-hlg-10bit.mov", "arib-std-b67"), ("hevc-pq-10bit.mp4", "smpte2084")])
+  func posterMatchesFFmpegsToneMap(name: String, transfer: String) throws {
+    let bytes = try VideoFixtures.bytes(name)
+    let stills = try bytes.withUnsafeBytes { try VideoStillsMaker.make($0, pipeline: try Pipeline()) }
+    let ours = try JPEGCodec.decode(stills.poster.jpeg)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try #require(Self.ffmpeg))
+    process.arguments = [
+      "-v", "error", "-ss", "\(stills.poster.time)", "-i",
+      VideoFixtures.folder.directory.appendingPathComponent(name).path,
+      "-frames:v", "1", "-vf",
+      "zscale=tin=\(transfer):pin=bt2020:min=bt2020nc:rin=tv:t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,"
+        + "tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p,format=rgb24",
+      "-f", "rawvideo", "-",
+    ]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let reference = [UInt8](output.fileHandleForReading.readDataToEndOfFile())
+    process.waitUntilExit()
+    try #require(reference.count == ours.width * ours.height * 3, "\(reference.count) bytes from ffmpeg")
+    let psnr = ImageCompare.psnr(Array(ours.bytes.prefix(reference.count)), reference)
+    #expect(psnr >= 30, "\(name): \(psnr) dB")
   }
 }
