@@ -4,16 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "DelayLoadAVCodec.h"
-#include "DelayLoadAVFormat.h"
+#include <stdlib.h>
+
+#include "VideoInput.h"
 
 struct VideoFramesSource {
-  // The input, read through `io` by the demuxer.
-  const uint8_t *data;
-  size_t size;
-  int64_t position;
-  AVIOContext *io;
-  AVFormatContext *format;
+  VideoInput input;
   AVCodecContext *codec;
   AVPacket *packet;
   AVFrame *frame;
@@ -28,137 +24,33 @@ struct VideoFramesSource {
   int drained;
 };
 
-static void describe(int code, const char *what, char *error, size_t size) {
-  char reason[128] = "";
-  av_strerror(code, reason, sizeof reason);
-  snprintf(error, size, "%s: %s", what, reason);
-}
-
-// --- I/O over the bytes in memory ------------------------------------------------------------
-static int readInput(void *opaque, uint8_t *buffer, int size) {
-  VideoFramesSource *s = opaque;
-  if (s->position >= (int64_t)s->size) return AVERROR_EOF;
-  size_t left = s->size - (size_t)s->position;
-  size_t n = (size_t)size < left ? (size_t)size : left;
-  memcpy(buffer, s->data + s->position, n);
-  s->position += (int64_t)n;
-  return (int)n;
-}
-
-static int64_t seekInput(void *opaque, int64_t offset, int whence) {
-  VideoFramesSource *s = opaque;
-  if (whence & AVSEEK_SIZE) return (int64_t)s->size;
-  int64_t base = 0;
-  switch (whence & ~AVSEEK_FORCE) {
-    case SEEK_SET: base = 0; break;
-    case SEEK_CUR: base = s->position; break;
-    case SEEK_END: base = (int64_t)s->size; break;
-    default: return AVERROR(EINVAL);
-  }
-  int64_t target = base + offset;
-  if (target < 0 || target > (int64_t)s->size) return AVERROR(EINVAL);
-  s->position = target;
-  return target;
-}
-
-// The demuxer asks here for any other file (a `dref` to another movie, an HLS segment …): the
-// answer is always no. The sandbox's seccomp filter would kill the child anyway; this makes it
-// a clean refusal instead.
-static int refuseOpen(AVFormatContext *context, AVIOContext **io, const char *url, int flags,
-                      AVDictionary **options) {
-  (void)context; (void)io; (void)url; (void)flags; (void)options;
-  return AVERROR(EPERM);
-}
-
-const char *VideoFrames_preload(void) {
-  const char *error = DelayLoad_avcodec();
-  return error != NULL ? error : DelayLoad_avformat();
-}
+#define describe VideoInput_describe
 
 // --- opening --------------------------------------------------------------------------------
-static int videoCodecAllowed(enum AVCodecID id) {
-  return id == AV_CODEC_ID_HEVC || id == AV_CODEC_ID_H264 || id == AV_CODEC_ID_VP9 ||
-         id == AV_CODEC_ID_AV1;
-}
+const char *VideoFrames_preload(void) { return VideoInput_preload(); }
 
 int VideoFrames_open(const uint8_t *data, size_t size, VideoFramesOptions options,
                      VideoFramesSource **out, char *error, size_t error_size) {
   *out = NULL;
-  const char *missing = VideoFrames_preload();
-  if (missing != NULL) {
-    snprintf(error, error_size, "%s", missing);
-    return AVERROR(ENOSYS);
-  }
-  VideoFramesSource *s = av_mallocz(sizeof *s);
+  VideoFramesSource *s = calloc(1, sizeof *s);
   if (s == NULL) return AVERROR(ENOMEM);
-  s->data = data;
-  s->size = size;
   s->options = options;
-  int code = AVERROR(ENOMEM);
-  const int bufferSize = 64 * 1024;
-  unsigned char *buffer = av_malloc(bufferSize);
-  if (buffer == NULL) goto fail;
-  s->io = avio_alloc_context(buffer, bufferSize, 0, s, readInput, NULL, seekInput);
-  if (s->io == NULL) {
-    av_freep(&buffer);
-    goto fail;
-  }
-  s->format = avformat_alloc_context();
-  if (s->format == NULL) goto fail;
-  s->format->pb = s->io;
-  s->format->flags |= AVFMT_FLAG_CUSTOM_IO;
-  s->format->io_open = refuseOpen;
-  // Only QuickTime/MP4's demuxer, only the decoders we take.
-  s->format->format_whitelist = av_strdup("mov,mp4,m4a,3gp,3g2,mj2");
-  s->format->codec_whitelist = av_strdup("hevc,h264,vp9,av1,libdav1d");
-  AVDictionary *demuxerOptions = NULL;
-  av_dict_set(&demuxerOptions, "enable_drefs", "0", 0);
-  av_dict_set(&demuxerOptions, "use_absolute_path", "0", 0);
-  code = avformat_open_input(&s->format, NULL, NULL, &demuxerOptions);
-  av_dict_free(&demuxerOptions);
+  int code = VideoInput_open(&s->input, data, size, error, error_size);
   if (code < 0) {
-    describe(code, "the container cannot be read", error, error_size);
-    goto fail;
+    free(s);
+    return code;
   }
-  if (options.stream < 0 || (unsigned)options.stream >= s->format->nb_streams) {
-    snprintf(error, error_size, "no stream %d", options.stream);
-    code = AVERROR_STREAM_NOT_FOUND;
-    goto fail;
+  for (unsigned i = 0; i < s->input.format->nb_streams; i++) {
+    if ((int)i != options.stream) s->input.format->streams[i]->discard = AVDISCARD_ALL;
   }
-  for (unsigned i = 0; i < s->format->nb_streams; i++) {
-    if ((int)i != options.stream) s->format->streams[i]->discard = AVDISCARD_ALL;
-  }
-  AVStream *stream = s->format->streams[options.stream];
-  AVCodecParameters *parameters = stream->codecpar;
-  if (parameters->codec_type != AVMEDIA_TYPE_VIDEO || !videoCodecAllowed(parameters->codec_id)) {
-    snprintf(error, error_size, "stream %d is not HEVC, H.264, VP9 or AV1 video", options.stream);
+  code = VideoInput_openDecoder(&s->input, options.stream, &s->codec, error, error_size);
+  if (code < 0) goto fail;
+  if (s->codec->codec_type != AVMEDIA_TYPE_VIDEO) {
+    snprintf(error, error_size, "stream %d is not video", options.stream);
     code = AVERROR_DECODER_NOT_FOUND;
     goto fail;
   }
-  s->time_base = stream->time_base;
-  const AVCodec *decoder = parameters->codec_id == AV_CODEC_ID_AV1
-                               ? avcodec_find_decoder_by_name("libdav1d")
-                               : avcodec_find_decoder(parameters->codec_id);
-  if (decoder == NULL) {
-    snprintf(error, error_size, "no decoder for the stream");
-    code = AVERROR_DECODER_NOT_FOUND;
-    goto fail;
-  }
-  s->codec = avcodec_alloc_context3(decoder);
-  if (s->codec == NULL) goto fail;
-  code = avcodec_parameters_to_context(s->codec, parameters);
-  if (code < 0) {
-    describe(code, "the stream's parameters", error, error_size);
-    goto fail;
-  }
-  // One thread: the stills decode a handful of frames each and CPU per upload is what counts.
-  s->codec->thread_count = 1;
-  s->codec->pkt_timebase = stream->time_base;
-  code = avcodec_open2(s->codec, decoder, NULL);
-  if (code < 0) {
-    describe(code, "the decoder cannot be opened", error, error_size);
-    goto fail;
-  }
+  s->time_base = s->input.format->streams[options.stream]->time_base;
   s->packet = av_packet_alloc();
   s->frame = av_frame_alloc();
   s->filtered = av_frame_alloc();
@@ -182,12 +74,8 @@ void VideoFrames_close(VideoFramesSource *s) {
   av_frame_free(&s->frame);
   av_packet_free(&s->packet);
   avcodec_free_context(&s->codec);
-  avformat_close_input(&s->format);
-  if (s->io != NULL) {
-    av_freep(&s->io->buffer);
-    avio_context_free(&s->io);
-  }
-  av_freep(&s);
+  VideoInput_close(&s->input);
+  free(s);
 }
 
 // --- frames out --------------------------------------------------------------------------------
@@ -326,13 +214,13 @@ int VideoFrames_frameAt(VideoFramesSource *s, int64_t time_us, int64_t tolerance
                         VideoFramesPicture *picture, char *error, size_t error_size) {
   int stream = s->options.stream;
   // Back to the keyframe at or before the time, then forward to the frame shown then.
-  if (av_seek_frame(s->format, stream, fromMicroseconds(s, time_us), AVSEEK_FLAG_BACKWARD) >= 0) {
+  if (av_seek_frame(s->input.format, stream, fromMicroseconds(s, time_us), AVSEEK_FLAG_BACKWARD) >= 0) {
     avcodec_flush_buffers(s->codec);
     s->drained = 0;
   }
   av_frame_unref(s->last);
   for (;;) {
-    int code = s->drained ? AVERROR_EOF : av_read_frame(s->format, s->packet);
+    int code = s->drained ? AVERROR_EOF : av_read_frame(s->input.format, s->packet);
     if (code == AVERROR_EOF) {
       if (!s->drained) {
         avcodec_send_packet(s->codec, NULL);
