@@ -62,3 +62,40 @@ FORWARD(avfilter, int, av_buffersink_get_frame, (AVFilterContext * sink, AVFrame
         (sink, frame))
 FORWARD_VOID(avformat, av_frame_move_ref, (AVFrame * destination, AVFrame *source),
              (destination, source))
+
+// --- the rendition: muxing and encoding -------------------------------------------------------
+FORWARD(avformat, int, avformat_alloc_output_context2,
+        (AVFormatContext * *context, const AVOutputFormat *format, const char *name,
+         const char *file),
+        (context, format, name, file))
+FORWARD(avformat, AVStream *, avformat_new_stream, (AVFormatContext * context, const AVCodec *codec),
+        (context, codec))
+FORWARD(avformat, int, avformat_write_header, (AVFormatContext * context, AVDictionary **options),
+        (context, options))
+FORWARD(avformat, int, av_interleaved_write_frame, (AVFormatContext * context, AVPacket *packet),
+        (context, packet))
+FORWARD(avformat, int, av_write_trailer, (AVFormatContext * context), (context))
+FORWARD_VOID(avformat, avformat_free_context, (AVFormatContext * context), (context))
+FORWARD(avformat, const AVCodec *, avcodec_find_encoder_by_name, (const char *name), (name))
+FORWARD(avformat, const AVCodec *, avcodec_find_encoder, (enum AVCodecID id), (id))
+FORWARD(avformat, int, avcodec_send_frame, (AVCodecContext * context, const AVFrame *frame),
+        (context, frame))
+FORWARD(avformat, int, avcodec_receive_packet, (AVCodecContext * context, AVPacket *packet),
+        (context, packet))
+FORWARD(avformat, int, avcodec_parameters_from_context,
+        (AVCodecParameters * parameters, const AVCodecContext *context), (parameters, context))
+FORWARD_VOID(avformat, av_packet_rescale_ts, (AVPacket * packet, AVRational from, AVRational to),
+             (packet, from, to))
+FORWARD(avformat, int, av_opt_set, (void *object, const char *name, const char *value, int flags),
+        (object, name, value, flags))
+FORWARD(avformat, int64_t, av_rescale_q, (int64_t value, AVRational from, AVRational to),
+        (value, from, to))
+FORWARD(avformat, const char *, av_get_sample_fmt_name, (enum AVSampleFormat format), (format))
+FORWARD(avformat, void *, av_realloc, (void *pointer, size_t size), (pointer, size))
+FORWARD_VOID(avformat, av_free, (void *pointer), (pointer))
+FORWARD(avformat, int, av_channel_layout_describe,
+        (const AVChannelLayout *layout, char *buffer, size_t size), (layout, buffer, size))
+FORWARD_VOID(avfilter, av_buffersink_set_frame_size, (AVFilterContext * sink, unsigned size),
+             (sink, size))
+FORWARD(avfilter, AVRational, av_buffersink_get_time_base, (const AVFilterContext *sink), (sink))
+FORWARD_VOID(avformat, avio_flush, (AVIOContext * context), (context))

@@ -46,7 +46,8 @@ public enum PipelineJobs {
   }
 
   /// Every job the helper of `attachd` runs: the pipeline's and the probes.
-  public static let all: [SandboxJob] = [process, renditions, VideoJobs.stills] + SandboxProbes.all
+  public static let all: [SandboxJob] =
+    [process, renditions, VideoJobs.stills, VideoJobs.rendition] + SandboxProbes.all
 
   /// Opens the delay-loaded codec libraries before the helper gives up opening files.
   @Sendable public static func prepare() {

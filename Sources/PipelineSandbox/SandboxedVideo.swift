@@ -83,6 +83,49 @@ public final class SandboxedVideo: Sendable {
   }
 }
 
+extension SandboxedVideo {
+  /// The MP4 rendition, made in a sandbox child; checked here again with `MovieOutputCheck`
+  /// before it is returned.
+  public func rendition(
+    _ input: UnsafeRawBufferPointer, settings: VideoRenditionSettings = VideoRenditionSettings(),
+    deadline: Duration = .seconds(600), cancellation: (any SandboxCancellation)? = nil
+  ) throws(VideoError) -> [UInt8] {
+    do {
+      _ = try MovieAdmission.admit(input, limits: settings.limits)
+    } catch {
+      throw .refused(error)
+    }
+    let run: SandboxRun
+    do {
+      run = try sandbox.run(
+        job: VideoJobs.rendition.name, input: input, parameters: VideoWire.parameters(settings),
+        outputCapacity: settings.maxOutputBytes + 4096, deadline: deadline, cancellation: cancellation)
+    } catch {
+      switch error {
+      case .unavailable(let reason):
+        throw .pipeline(PipelineError(.sandboxUnavailable, "no decode sandbox is running", detail: reason))
+      default:
+        throw .pipeline(PipelineError(.internal, "the decode sandbox failed", detail: error.description))
+      }
+    }
+    if let failure = SandboxedPipeline.failure(of: run) {
+      throw failure.kind == .corrupt ? .undecodable(failure.reason) : .pipeline(failure)
+    }
+    let mp4: [UInt8]
+    do {
+      mp4 = try VideoWire.readRendition(run.output)
+    } catch let error as VideoError {
+      throw error
+    } catch {
+      throw .undecodable("the encoder's answer is unreadable")
+    }
+    do { try MovieOutputCheck.verify(mp4) } catch {
+      throw .pipeline(PipelineError(.internal, "the rendition is not clean", detail: "\(error)"))
+    }
+    return mp4
+  }
+}
+
 /// The video jobs the helper runs.
 public enum VideoJobs {
   /// `video.stills`: the input is the movie; the result its stills or why there are none.
@@ -113,6 +156,32 @@ public enum VideoJobs {
         var refusal = WireWriter()
         VideoWire.write(
           .pipeline(PipelineError(.internal, "the stills are larger than the output file")), to: &refusal)
+        output.append(refusal.buffer)
+      }
+    })
+}
+
+extension VideoJobs {
+  /// `video.rendition`: the input is the movie; the result its MP4 or why there is none.
+  public static let rendition = SandboxJob(
+    name: "video.rendition", prepare: stills.prepare,
+    run: { input, parameters, output in
+      var out = WireWriter()
+      do {
+        let settings = try VideoWire.readRenditionParameters(parameters)
+        out.byte(VideoWire.renditionTag)
+        out.bytes(try VideoRenditionMaker.make(input, settings: settings))
+      } catch let error as VideoError {
+        out = WireWriter()
+        VideoWire.write(error, to: &out)
+      } catch {
+        out = WireWriter()
+        VideoWire.write(.undecodable("bad job parameters: \(error)"), to: &out)
+      }
+      if !output.append(out.buffer) {
+        var refusal = WireWriter()
+        VideoWire.write(
+          .pipeline(PipelineError(.internal, "the rendition is larger than allowed")), to: &refusal)
         output.append(refusal.buffer)
       }
     })
@@ -161,6 +230,47 @@ enum VideoWire {
   private static let stillsTag: UInt8 = 1
   private static let undecodableTag: UInt8 = 2
   private static let pipelineTag: UInt8 = 3
+  static let renditionTag: UInt8 = 4
+
+  static func parameters(_ settings: VideoRenditionSettings) -> [UInt8] {
+    var out = WireWriter()
+    out.u32(version)
+    for value in [settings.maxEdge, settings.maxFrameRate, settings.crf, settings.maxOutputBytes] {
+      out.u64(UInt64(value))
+    }
+    out.string(settings.preset)
+    return out.buffer
+  }
+
+  static func readRenditionParameters(_ bytes: [UInt8]) throws -> VideoRenditionSettings {
+    var reader = WireReader(bytes)
+    guard try reader.u32() == version else {
+      throw SandboxError.protocolViolation("video parameters version")
+    }
+    var settings = VideoRenditionSettings()
+    settings.maxEdge = Int(min(try reader.u64(), 8192))
+    settings.maxFrameRate = Int(min(try reader.u64(), 240))
+    settings.crf = Int(min(try reader.u64(), 51))
+    settings.maxOutputBytes = Int(min(try reader.u64(), 1 << 32))
+    let preset = try reader.string()
+    // x264's presets only: the name goes to av_opt_set.
+    let presets = [
+      "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow",
+    ]
+    guard presets.contains(preset) else { throw SandboxError.protocolViolation("unknown preset") }
+    settings.preset = preset
+    return settings
+  }
+
+  /// The MP4, or the child's `VideoError` (thrown).
+  static func readRendition(_ bytes: [UInt8]) throws -> [UInt8] {
+    var reader = WireReader(bytes)
+    let tag = try reader.byte()
+    if tag == renditionTag { return try reader.bytes() }
+    // An error: read as the stills' errors are.
+    _ = try read(bytes)
+    throw SandboxError.protocolViolation("a rendition answered with stills")
+  }
 
   static func write(_ stills: VideoStills, to out: inout WireWriter) {
     out.byte(stillsTag)

@@ -55,3 +55,6 @@ void VideoFrames_close(VideoFramesSource *source);
 
 // Opens libavformat/libavfilter (and libavcodec) ahead of use: NULL, or why they could not be.
 const char *VideoFrames_preload(void);
+
+// The MP4 rendition (its own header, part of this module).
+#include "VideoRendition.h"
