@@ -17,7 +17,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libturbojpeg0 libjpeg62-turbo libheif1 libpng16-16 libwebp7 libwebpdemux2 libgif7 liblcms2-2 \
-      libsqlite3-0 libpq5 libssl3 libcurl4 libavcodec59 libavutil57 curl ca-certificates \
+      libsqlite3-0 libpq5 libssl3 libcurl4 libavcodec59 libavutil57 libavformat59 libavfilter8 curl ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # RUNTIME-PACKAGES-END
 RUN useradd --system --uid 10001 --home-dir /var/lib/attachd --create-home attachd

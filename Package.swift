@@ -55,6 +55,19 @@ let package = Package(
     // like ImagePipeline: PNG CRC checks walk the whole file.
     .target(
       name: "ImageContainers", swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+    // Movie containers (QuickTime, MP4) in pure Swift over ImageContainers' box walker: the
+    // outline the server reads before any sample is decoded (tracks, codecs, display matrix,
+    // colour, durations, data references, where metadata sits) and the limits checked on it.
+    .target(
+      name: "MovieContainers", dependencies: ["ImageContainers"],
+      swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+    // Frames of a video, decoded by libavformat + libavcodec over the bytes in memory (no
+    // protocol, no file), HDR tone-mapped by libavfilter: C, for the sandbox's children only.
+    .target(name: "VideoFrames", dependencies: ["DelayLoadAVFormat", "DelayLoadAVCodec"]),
+    // A video's stills: the outline checked, the chosen frames decoded (VideoFrames) and each made
+    // a clean JPEG by the still pipeline.
+    .target(
+      name: "VideoPipeline", dependencies: ["ImagePipeline", "ImageCodecs", "MovieContainers", "VideoFrames"]),
     // The only code that touches the C image libraries. Optimised even in debug builds, like
     // ImagePipeline: its colour conversion loop is vector code, ~40x slower unoptimised.
     .target(
@@ -73,7 +86,8 @@ let package = Package(
     // The `process` and `inspect` commands on top of ImagePipeline: arguments, exit statuses, the
     // atomically written output and the inspection JSON.
     .target(
-      name: "PipelineCLI", dependencies: ["ImagePipeline", "PipelineSandbox", "Sandbox", "SystemCalls"]),
+      name: "PipelineCLI",
+      dependencies: ["ImagePipeline", "PipelineSandbox", "Sandbox", "SystemCalls", "VideoPipeline"]),
     // Every libjpeg warning of a JPEG that TurboJPEG warned about, with the MCU row it arose in,
     // for ImageCodecs' JPEG recovery rule (C: libjpeg reports errors by longjmp). Links libjpeg
     // (libjpeg62-turbo: small, no dependencies; libturbojpeg exports only its tj* API).
@@ -94,6 +108,8 @@ let package = Package(
     .target(name: "DelayLoadPQ", dependencies: ["DelayLoad", "CPQ"]),
     .target(name: "DelayLoadAVCodec", dependencies: ["DelayLoad", "CAVCodec"]),
     .target(name: "DelayLoadHeif", dependencies: ["DelayLoad", "CHeif"]),
+    // libavformat + libavfilter for video, opened by the sandbox's helper (not linked).
+    .target(name: "DelayLoadAVFormat", dependencies: ["DelayLoad", "DelayLoadAVCodec"]),
     // The durable upload engine and the three ways a body reaches it: plain (in memory or
     // spooled), the IETF resumable-upload draft and tus 1.0, side by side. What it needs of the
     // App (the pipeline behind a complete body, the error table) comes through `UploadHost`.
@@ -104,7 +120,9 @@ let package = Package(
     .target(name: "SandboxShims"),
     .target(name: "Sandbox", dependencies: ["SandboxShims"]),
     // The pipeline through the sandbox: its jobs (run by the helper) and the server's side.
-    .target(name: "PipelineSandbox", dependencies: ["ImagePipeline", "ImageCodecs", "Sandbox", "Crypto"]),
+    .target(
+      name: "PipelineSandbox",
+      dependencies: ["ImagePipeline", "ImageCodecs", "Sandbox", "Crypto", "MovieContainers", "VideoPipeline"]),
     // Configuration, routes, auth, metrics, logs, wiring.
     // The OpenAPI description is compiled into the binary (served at /openapi.json): one file in
     // the repository, nothing to ship beside the executable.
@@ -137,6 +155,10 @@ let package = Package(
     .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"]),
     .testTarget(name: "ServerTests", dependencies: ["Server", "HTTP", "TestSupport", "AttachdTesting"]),
     .testTarget(name: "ImageContainersTests", dependencies: ["ImageContainers"]),
+    .testTarget(name: "MovieContainersTests", dependencies: ["MovieContainers", "TestSupport"]),
+    .testTarget(
+      name: "VideoPipelineTests",
+      dependencies: ["VideoPipeline", "ImagePipeline", "ImageCodecs", "TestSupport"]),
     .testTarget(name: "ImageCodecsTests", dependencies: ["ImageCodecs", "TestSupport"]),
     .testTarget(
       name: "ImagePipelineTests",

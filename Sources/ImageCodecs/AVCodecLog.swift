@@ -41,8 +41,10 @@ public enum AVCodecLog {
   }
 
   /// Installs the callback once, when libavcodec has been loaded and before the first decoder
-  /// opens: until then libavcodec would log to standard error, which the service must never do.
-  static func installIfNeeded() {
+  /// opens: until then libavcodec would log to standard error, which the service must never do
+  /// (and which a sandboxed child may not: the default logger asks whether standard error is a
+  /// terminal, an `ioctl` its filter forbids). libavformat and libavfilter log through it too.
+  public static func installIfNeeded() {
     installed.withLock { installed in
       guard !installed else { return }
       av_log_set_level(level.withLock { $0 })

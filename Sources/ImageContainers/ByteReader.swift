@@ -145,6 +145,8 @@ public struct FourCC: Hashable, Sendable, CustomStringConvertible {
   }
 
   public var description: String {
-    String(decoding: bytes.map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    // QuickTime's text atoms start with © (0xA9 in Mac Roman): shown as such, not as "?".
+    String(
+      bytes.map { (0x20...0x7E).contains($0) ? Character(Unicode.Scalar($0)) : $0 == 0xA9 ? "©" : "?" })
   }
 }

@@ -12,6 +12,9 @@ public struct EXIFInfo: Sendable, Equatable {
   public var hasPersonalNames: Bool = false
   /// Bytes of the TIFF block.
   public var byteCount: Int = 0
+  /// An iPhone's Live Photo content identifier (Apple MakerNote tag 0x0011): the still's half of
+  /// the pairing with its movie. Read to pair the two, never written into an output.
+  public var appleContentIdentifier: String?
 
   /// The EXIF orientation value to apply: the tag's value when it is 1…8, else 1 (out-of-range
   /// counts as 1, as EXIF readers do).
@@ -70,7 +73,11 @@ public enum EXIFReader {
           info.rawOrientation = 0
         }
       case 0x8825: info.hasGPS = true
-      case 0x8769: info.hasExifIFD = true
+      case 0x8769:
+        info.hasExifIFD = true
+        if let exifIFD = r.u32(valueOffset) {
+          info.appleContentIdentifier = appleContentIdentifier(r, base: base, exifIFD: exifIFD)
+        }
       case 0x013B, 0x8298: info.hasPersonalNames = true
       default: break
       }
@@ -82,6 +89,33 @@ public enum EXIFReader {
       }
     }
     return info
+  }
+
+  static let appleMakerNotePrefix: [UInt8] = Array("Apple iOS\0".utf8)
+
+  /// Tag 0x0011 of an Apple MakerNote found in the Exif IFD. Apple's MakerNote is "Apple iOS\0",
+  /// a version, a byte-order mark and an IFD at 14 whose offsets count from the MakerNote's own
+  /// start (exiftool's Apple.pm reads it the same way).
+  private static func appleContentIdentifier(_ r: ByteReader, base: Int, exifIFD: UInt32) -> String? {
+    var identifier: String?
+    var ignored: UInt32 = 0
+    forEachEntry(r, base: base, ifdOffset: exifIFD, next: &ignored) { tag, type, count, valueOffset in
+      guard tag == 0x927C, type == 7, count > 14, let offset = r.u32(valueOffset) else { return }
+      let note = base + Int(offset)
+      guard r.has(note, Int(count)), r.matches(note, appleMakerNotePrefix),
+        let noteReader = r.sub(note, Int(count))
+      else { return }
+      let littleEndian = noteReader.matches(note + 12, Array("II".utf8))
+      let n = noteReader.with(littleEndian: littleEndian)
+      var next: UInt32 = 0
+      forEachEntry(n, base: note, ifdOffset: 14, next: &next) { tag, type, count, valueOffset in
+        guard tag == 0x0011, type == 2, count > 0, count <= 256 else { return }
+        let at = count <= 4 ? valueOffset : note + Int(n.u32(valueOffset) ?? 0)
+        guard let bytes = n.slice(at, Int(count)) else { return }
+        identifier = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+      }
+    }
+    return identifier
   }
 
   /// Calls `body(tag, type, count, absoluteOffsetOfValueField)` for each entry of one IFD.

@@ -46,10 +46,11 @@ public enum PipelineJobs {
   }
 
   /// Every job the helper of `attachd` runs: the pipeline's and the probes.
-  public static let all: [SandboxJob] = [process, renditions] + SandboxProbes.all
+  public static let all: [SandboxJob] =
+    [process, renditions, VideoJobs.stills, VideoJobs.rendition] + SandboxProbes.all
 
   /// Opens the delay-loaded codec libraries before the helper gives up opening files.
-  @Sendable static func prepare() {
+  @Sendable public static func prepare() {
     for failure in CodecLibraries.preload() {
       let line = "attachd sandbox helper: \(failure)\n"
       _ = line.withCString { write(2, $0, strlen($0)) }

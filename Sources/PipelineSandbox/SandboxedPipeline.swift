@@ -130,22 +130,29 @@ public final class SandboxedPipeline: Sendable {
 
   /// The child's result, or the pipeline error its end means.
   static func result(of run: SandboxRun) throws -> PipelineWire.Result {
+    if let failure = failure(of: run) { throw failure }
+    return try PipelineWire.read(run.output)
+  }
+
+  /// The pipeline error a child's end means; nil for a child that finished (its output says).
+  static func failure(of run: SandboxRun) -> PipelineError? {
     switch run.outcome {
-    case .finished: return try PipelineWire.read(run.output)
+    case .finished: return nil
     case .crashed(let signal):
-      throw PipelineError(.corrupt, "the image crashed its decoder", detail: signal.map { "signal \($0)" })
+      return PipelineError(.corrupt, "the image crashed its decoder", detail: signal.map { "signal \($0)" })
     case .violation:
-      throw PipelineError(.corrupt, "the image made its decoder break its sandbox's rules", detail: "seccomp")
+      return PipelineError(
+        .corrupt, "the image made its decoder break its sandbox's rules", detail: "seccomp")
     case .memoryLimit:
-      throw PipelineError(.decoderMemoryLimit, "decoding the image needs more memory than one image may use")
+      return PipelineError(.decoderMemoryLimit, "decoding the image needs more memory than one image may use")
     case .cpuLimit:
-      throw PipelineError(.deadlineExceeded, "decoding the image used up its CPU time")
+      return PipelineError(.deadlineExceeded, "decoding the image used up its CPU time")
     case .stopped:
-      throw run.deadlineExceeded
+      return run.deadlineExceeded
         ? PipelineError(.deadlineExceeded, "processing the image took longer than the pipeline deadline")
         : PipelineError(.cancelled, "processing was cancelled by its caller")
     case .killed:
-      throw PipelineError(.sandboxUnavailable, "the decoder was killed", detail: "SIGKILL from outside")
+      return PipelineError(.sandboxUnavailable, "the decoder was killed", detail: "SIGKILL from outside")
     }
   }
 

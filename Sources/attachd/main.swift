@@ -2,6 +2,7 @@
 // service itself is wired up in the App module.
 import App
 import Foundation
+import PipelineCLI
 import PipelineSandbox
 import Sandbox
 import Server
@@ -16,6 +17,8 @@ enum CLI {
                                  run the HTTP service (attachd serve --help lists every setting)
       process IN OUT [--max-edge N] [--quality Q] [--no-sandbox]
                                  turn one image into a clean JPEG
+      stills IN DIR [--max-edge N] [--frames MIN-MAX] [--no-sandbox]
+                                 a video's poster and frames as clean JPEGs
       inspect IN                 describe an image as JSON
       keys new --tenant T --scopes upload,read[,delete]
                                  print a new API key and its config entry
@@ -47,6 +50,7 @@ enum CLI {
     switch command {
     case "serve": return ServeCommand.run(rest)
     case "process": return ProcessCommand.run(rest)
+    case "stills": return StillsCLI.run(rest)
     case "inspect": return InspectCommand.run(rest)
     case "keys": return KeysCommand.run(rest)
     case "tokens": return TokensCommand.run(rest)

@@ -18,41 +18,16 @@ public enum HEIFBoxReader {
   /// Bytes of an Exif item read at most; IFD0 sits at the start of real files.
   static let maxExifBytes = 1 << 20
 
-  struct Box {
-    let type: FourCC
-    /// Offset of the box header.
-    let offset: Int
-    /// Offset of the payload (after size/type/largesize, before any FullBox version).
-    let body: Int
-    let end: Int
-  }
+  typealias Box = ISOBox
 
   /// Iterates the boxes in `[start, end)`, at most `max` of them; throws at the first box that
   /// does not fit.
   static func boxes(_ r: ByteReader, from start: Int, to end: Int, max: Int = .max) throws(Failure) -> [Box] {
-    var result: [Box] = []
-    var offset = start
-    while offset < end && result.count < max {
-      guard end - offset >= 8, let size32 = r.u32(offset), let type = r.fourCC(offset + 4) else {
-        throw .badBox("truncated box header")
-      }
-      var header = 8
-      var size = UInt64(size32)
-      if size32 == 1 {
-        guard let large = r.u64(offset + 8) else { throw .badBox("truncated largesize") }
-        size = large
-        header = 16
-      } else if size32 == 0 {
-        size = UInt64(end - offset)
-      }
-      guard size >= UInt64(header), size <= UInt64(end - offset) else {
-        throw .badBox("box \(type) size \(size) does not fit")
-      }
-      let boxEnd = offset + Int(size)
-      result.append(Box(type: type, offset: offset, body: offset + header, end: boxEnd))
-      offset = boxEnd
+    do {
+      return try ISOBoxes.children(r, from: start, to: end, max: max)
+    } catch {
+      throw .badBox(error.reason)
     }
-    return result
   }
 
   /// Reads the file's structure and plans the decoding of its primary image. Throws when it is

@@ -28,10 +28,9 @@ enum RenditionStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
     guard !c.profiles.isEmpty else { return }
     let pixels = try c.requirePixels()
-    let header = try c.requireHeader()
     c.renditions = try make(
       targets(c.profiles, width: pixels.width, height: pixels.height), from: pixels,
-      subsampling: header.outputSubsampling,
+      subsampling: c.source.outputSubsampling,
       quality: c.configuration.quality, checkpoint: c.checkpoint)
   }
 

@@ -7,7 +7,7 @@ enum EncodeStep {
     if let planes = c.planes {
       // JFIF 4:2:0 planes from `PlanesColour`: encoded as they are; of a gray source (neutral
       // chroma), the luma alone.
-      let gray = try c.requireHeader().isMonochrome
+      let gray = c.source.isMonochrome
       do {
         c.output =
           try gray
@@ -21,10 +21,9 @@ enum EncodeStep {
       return
     }
     let pixels = try c.requirePixels()
-    let header = try c.requireHeader()
     do {
       c.output = try JPEGCodec.encode(
-        pixels, quality: c.configuration.quality, subsampling: header.outputSubsampling)
+        pixels, quality: c.configuration.quality, subsampling: c.source.outputSubsampling)
     } catch {
       throw PipelineError(error, while: "encoding")
     }
@@ -33,7 +32,14 @@ enum EncodeStep {
   }
 }
 
-extension ImageHeader {
+/// What the encoder needs to know of the source, whatever it was: an image's header says it, a
+/// video frame is a photo-like colour picture.
+struct SourceShape: Sendable, Equatable {
+  /// The source holds only gray: the output is one gray component.
+  var isMonochrome = false
+  /// PNG, lossless WebP, GIF: usually screenshots, encoded 4:4:4.
+  var isLosslessSource = false
+
   /// How the output (and each rendition) is subsampled: one gray component for a gray source
   /// (its pixels may be RGB after alpha was flattened onto white: still gray), 4:4:4 for lossless
   /// sources, else 4:2:0.

@@ -16,6 +16,7 @@ enum HeaderStep {
     let header = try ImageHeader.read(c.input, format: c.format, limits: c.configuration.limits)
     try SecurityChecker.checkHeader(header, limits: c.configuration.limits)
     c.header = header
+    c.source = SourceShape(isMonochrome: header.isMonochrome, isLosslessSource: header.isLosslessSource)
     c.orientation = OrientationPolicy.decide(for: header)
     c.displaySize = OrientationPolicy.displaySize(of: header, c.orientation)
     c.outputSize = Resampler.fitted(

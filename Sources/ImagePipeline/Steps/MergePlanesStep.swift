@@ -7,7 +7,7 @@ enum MergePlanesStep {
   static func run(_ c: inout PipelineContext) throws(PipelineError) {
     guard let planes = c.planes else { return }
     // 4:2:0 output with no renditions to make stays planes to the encoder (`PlanesColour`).
-    if try encodesPlanes(c, planes) { return }
+    if encodesPlanes(c, planes) { return }
     if planes.isJFIF {
       do {
         c.pixels = try JPEGCodec.rgb(from: planes)
@@ -22,8 +22,7 @@ enum MergePlanesStep {
 
   /// Whether the colour and encode steps take `planes` as they are: a 4:2:0 output of even
   /// sides (`PlanesColour.encodable`) with no renditions, which are made from pixels.
-  static func encodesPlanes(_ c: PipelineContext, _ planes: YCbCrPlanes) throws(PipelineError) -> Bool {
-    let header = try c.requireHeader()
-    return c.profiles.isEmpty && !header.isLosslessSource && PlanesColour.encodable(planes)
+  static func encodesPlanes(_ c: PipelineContext, _ planes: YCbCrPlanes) -> Bool {
+    c.profiles.isEmpty && !c.source.isLosslessSource && PlanesColour.encodable(planes)
   }
 }

@@ -10,6 +10,8 @@ struct PipelineContext {
   let checkpoint: Checkpoint
   var format: SniffedFormat = .unknown
   var header: ImageHeader?
+  /// What the encoder needs to know of the source (from the header, or from a video frame).
+  var source = SourceShape()
   var orientation = OrientationDecision(
     apply: .up, reported: .up, source: .none, ignoreHEIFTransformations: false)
   /// Upright size of the input, and the output size (display size fitted into `maxEdge`).

@@ -1,0 +1,146 @@
+#include "VideoInput.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+void VideoInput_describe(int code, const char *what, char *error, size_t size) {
+  char reason[128] = "";
+  av_strerror(code, reason, sizeof reason);
+  snprintf(error, size, "%s: %s", what, reason);
+}
+
+// --- I/O over the bytes in memory ------------------------------------------------------------
+static int readInput(void *opaque, uint8_t *buffer, int size) {
+  VideoInput *s = opaque;
+  if (s->position >= (int64_t)s->size) return AVERROR_EOF;
+  size_t left = s->size - (size_t)s->position;
+  size_t n = (size_t)size < left ? (size_t)size : left;
+  memcpy(buffer, s->data + s->position, n);
+  s->position += (int64_t)n;
+  return (int)n;
+}
+
+static int64_t seekInput(void *opaque, int64_t offset, int whence) {
+  VideoInput *s = opaque;
+  if (whence & AVSEEK_SIZE) return (int64_t)s->size;
+  int64_t base = 0;
+  switch (whence & ~AVSEEK_FORCE) {
+    case SEEK_SET: base = 0; break;
+    case SEEK_CUR: base = s->position; break;
+    case SEEK_END: base = (int64_t)s->size; break;
+    default: return AVERROR(EINVAL);
+  }
+  int64_t target = base + offset;
+  if (target < 0 || target > (int64_t)s->size) return AVERROR(EINVAL);
+  s->position = target;
+  return target;
+}
+
+// The demuxer asks here for any other file (a `dref` to another movie, an HLS segment …): the
+// answer is always no. The sandbox's seccomp filter would kill the child anyway; this makes it
+// a clean refusal instead.
+static int refuseOpen(AVFormatContext *context, AVIOContext **io, const char *url, int flags,
+                      AVDictionary **options) {
+  (void)context; (void)io; (void)url; (void)flags; (void)options;
+  return AVERROR(EPERM);
+}
+
+const char *VideoInput_preload(void) {
+  const char *error = DelayLoad_avcodec();
+  return error != NULL ? error : DelayLoad_avformat();
+}
+
+
+static int videoCodecAllowed(enum AVCodecID id) {
+  return id == AV_CODEC_ID_HEVC || id == AV_CODEC_ID_H264 || id == AV_CODEC_ID_VP9 ||
+         id == AV_CODEC_ID_AV1;
+}
+
+int VideoInput_open(VideoInput *s, const uint8_t *data, size_t size, char *error, size_t error_size) {
+  memset(s, 0, sizeof *s);
+  const char *missing = VideoInput_preload();
+  if (missing != NULL) {
+    snprintf(error, error_size, "%s", missing);
+    return AVERROR(ENOSYS);
+  }
+  s->data = data;
+  s->size = size;
+  int code = AVERROR(ENOMEM);
+  const int bufferSize = 64 * 1024;
+  unsigned char *buffer = av_malloc(bufferSize);
+  if (buffer == NULL) goto fail;
+  s->io = avio_alloc_context(buffer, bufferSize, 0, s, readInput, NULL, seekInput);
+  if (s->io == NULL) {
+    av_freep(&buffer);
+    goto fail;
+  }
+  s->format = avformat_alloc_context();
+  if (s->format == NULL) goto fail;
+  s->format->pb = s->io;
+  s->format->flags |= AVFMT_FLAG_CUSTOM_IO;
+  s->format->io_open = refuseOpen;
+  // Only QuickTime/MP4's demuxer.
+  s->format->format_whitelist = av_strdup("mov,mp4,m4a,3gp,3g2,mj2");
+  AVDictionary *demuxerOptions = NULL;
+  av_dict_set(&demuxerOptions, "enable_drefs", "0", 0);
+  av_dict_set(&demuxerOptions, "use_absolute_path", "0", 0);
+  code = avformat_open_input(&s->format, NULL, NULL, &demuxerOptions);
+  av_dict_free(&demuxerOptions);
+  if (code < 0) {
+    VideoInput_describe(code, "the container cannot be read", error, error_size);
+    goto fail;
+  }
+  return 0;
+fail:
+  VideoInput_close(s);
+  return code;
+}
+
+void VideoInput_close(VideoInput *s) {
+  avformat_close_input(&s->format);
+  if (s->io != NULL) {
+    av_freep(&s->io->buffer);
+    avio_context_free(&s->io);
+  }
+}
+
+int VideoInput_openDecoder(VideoInput *s, int index, AVCodecContext **out, char *error,
+                           size_t error_size) {
+  *out = NULL;
+  if (index < 0 || (unsigned)index >= s->format->nb_streams) {
+    snprintf(error, error_size, "no stream %d", index);
+    return AVERROR_STREAM_NOT_FOUND;
+  }
+  AVStream *stream = s->format->streams[index];
+  AVCodecParameters *parameters = stream->codecpar;
+  int video = parameters->codec_type == AVMEDIA_TYPE_VIDEO;
+  if ((video && !videoCodecAllowed(parameters->codec_id)) ||
+      (!video && parameters->codec_type != AVMEDIA_TYPE_AUDIO)) {
+    snprintf(error, error_size, "stream %d is not HEVC, H.264, VP9 or AV1 video, nor audio", index);
+    return AVERROR_DECODER_NOT_FOUND;
+  }
+  const AVCodec *decoder = parameters->codec_id == AV_CODEC_ID_AV1
+                               ? avcodec_find_decoder_by_name("libdav1d")
+                               : avcodec_find_decoder(parameters->codec_id);
+  if (decoder == NULL) {
+    snprintf(error, error_size, "no decoder for stream %d", index);
+    return AVERROR_DECODER_NOT_FOUND;
+  }
+  AVCodecContext *codec = avcodec_alloc_context3(decoder);
+  if (codec == NULL) return AVERROR(ENOMEM);
+  int code = avcodec_parameters_to_context(codec, parameters);
+  if (code >= 0) {
+    // One thread: CPU per upload is what counts, and each child has one job.
+    codec->thread_count = 1;
+    codec->pkt_timebase = stream->time_base;
+    code = avcodec_open2(codec, decoder, NULL);
+  }
+  if (code < 0) {
+    VideoInput_describe(code, "the decoder cannot be opened", error, error_size);
+    avcodec_free_context(&codec);
+    return code;
+  }
+  *out = codec;
+  return 0;
+}

@@ -1,0 +1,32 @@
+// The input side shared by the stills and the rendition: the movie in memory behind our own I/O
+// context, opened by libavformat's QuickTime/MP4 demuxer only, with nothing else it may open,
+// and the decoders for its streams. Private to this target.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "DelayLoadAVCodec.h"
+#include "DelayLoadAVFormat.h"
+
+typedef struct {
+  const uint8_t *data;
+  size_t size;
+  int64_t position;
+  AVIOContext *io;
+  AVFormatContext *format;
+} VideoInput;
+
+// Opens the demuxer over `data` (which must outlive the input). 0, or an FFmpeg error with
+// `error` filled in; on failure the input is closed.
+int VideoInput_open(VideoInput *input, const uint8_t *data, size_t size, char *error, size_t error_size);
+void VideoInput_close(VideoInput *input);
+
+// A decoder for `stream` (video: HEVC, H.264, VP9, AV1; audio: what FFmpeg decodes), one thread.
+int VideoInput_openDecoder(VideoInput *input, int stream, AVCodecContext **decoder, char *error,
+                           size_t error_size);
+
+// Loads libavformat, libavfilter and libavcodec: NULL, or why not.
+const char *VideoInput_preload(void);
+
+// "what: FFmpeg's reason" into `error`.
+void VideoInput_describe(int code, const char *what, char *error, size_t size);

@@ -1,0 +1,215 @@
+import ImageContainers
+import MovieContainers
+import TestSupport
+import Testing
+
+/// The outline of every fixture Scripts/make-video-fixtures makes, read as the server reads it
+/// before decoding, and the header check's verdict on it.
+@Suite struct MovieOutlineTests {
+  func outline(_ name: String) throws -> MovieOutline {
+    try MovieOutlineReader.read(try VideoFixtures.bytes(name))
+  }
+
+  func admit(_ name: String, limits: MovieLimits = MovieLimits()) throws -> Result<MovieOutline, MovieRefusal>
+  {
+    let bytes = try VideoFixtures.bytes(name)
+    return bytes.withUnsafeBytes { raw in
+      do throws(MovieRefusal) {
+        return .success(try MovieAdmission.admit(raw, limits: limits))
+      } catch {
+        return .failure(error)
+      }
+    }
+  }
+
+  @Test func plainH264WithAudio() throws {
+    let movie = try outline("h264-aac.mp4")
+    #expect(!movie.isQuickTime)
+    #expect(movie.duration == 3)
+    let video = try #require(movie.videoTrack)
+    #expect(video.codec == .h264)
+    #expect(video.format == FourCC("avc1"))
+    #expect((video.codedWidth, video.codedHeight) == (192, 108))
+    #expect(video.orientation == .up)
+    #expect(video.sampleCount == 30)
+    #expect(video.nominalFrameRate == 10)
+    #expect(video.averageFrameRate == 10)
+    #expect(!video.variableFrameRate)
+    #expect(video.syncSampleCount == 3)
+    #expect(video.hdr == MovieTrack.HDR.none)
+    #expect(movie.audioTrack?.format == FourCC("mp4a"))
+    #expect(movie.metadataCarriers == ["moov/udta/meta"])
+  }
+
+  @Test func quickTimeHEVC() throws {
+    let movie = try outline("hevc-aac.mov")
+    #expect(movie.isQuickTime)
+    #expect(movie.videoTrack?.codec == .hevc)
+    #expect(movie.videoTrack?.format == FourCC("hvc1"))
+  }
+
+  @Test(arguments: [
+    ("hevc-rot90.mov", MovieOrientation.right, 108, 192),
+    ("hevc-rot180.mov", .down, 192, 108),
+    ("hevc-rot270.mov", .left, 108, 192),
+    ("hevc-mirror.mov", .upMirrored, 192, 108),
+    ("hevc-rot90-mirror.mov", .leftMirrored, 108, 192),
+  ])
+  func displayMatrix(name: String, orientation: MovieOrientation, width: Int, height: Int) throws {
+    let video = try #require(try outline(name).videoTrack)
+    #expect(video.orientation == orientation)
+    #expect((video.displayWidth, video.displayHeight) == (width, height))
+    #expect((video.codedWidth, video.codedHeight) == (192, 108))
+  }
+
+  @Test func everyQuarterTurnAndMirrorFromItsMatrix() {
+    let one: Int32 = 1 << 16
+    #expect(MovieOrientation(a: one, b: 0, c: 0, d: one) == .up)
+    #expect(MovieOrientation(a: -one, b: 0, c: 0, d: one) == .upMirrored)
+    #expect(MovieOrientation(a: -one, b: 0, c: 0, d: -one) == .down)
+    #expect(MovieOrientation(a: one, b: 0, c: 0, d: -one) == .downMirrored)
+    #expect(MovieOrientation(a: 0, b: one, c: one, d: 0) == .leftMirrored)
+    #expect(MovieOrientation(a: 0, b: one, c: -one, d: 0) == .right)
+    #expect(MovieOrientation(a: 0, b: -one, c: -one, d: 0) == .rightMirrored)
+    #expect(MovieOrientation(a: 0, b: -one, c: one, d: 0) == .left)
+    // 80° (not a quarter turn) reads as the nearest one, 90°.
+    #expect(MovieOrientation(a: 11_380, b: 64_540, c: -64_540, d: 11_380) == .right)
+  }
+
+  @Test func hdrKinds() throws {
+    let hlg = try #require(try outline("hevc-hlg-10bit.mov").videoTrack)
+    #expect(hlg.hdr == .hlg)
+    #expect(hlg.colour == MovieColour(primaries: 9, transfer: 18, matrix: 9, fullRange: false))
+    #expect(try outline("hevc-pq-10bit.mp4").videoTrack?.hdr == .pq)
+    let dolby = try #require(try outline("hevc-dolby-vision-84.mov").videoTrack)
+    #expect(dolby.format == FourCC("dvh1"))
+    #expect(dolby.codec == .hevc)
+    #expect(dolby.dolbyVision == MovieDolbyVision(profile: 8, compatibility: 4))
+    #expect(dolby.hdr == .dolbyVisionHLG)
+  }
+
+  @Test func variableFrameRate() throws {
+    let video = try #require(try outline("h264-vfr.mp4").videoTrack)
+    #expect(video.variableFrameRate)
+    // Most frames are 0.1 s apart (every third of 30 fps), some closer.
+    #expect(video.nominalFrameRate == 10)
+    let average = try #require(video.averageFrameRate)
+    #expect(average > 10 && average < 20)
+  }
+
+  @Test func webMIsNotAnISOMovie() throws {
+    #expect(throws: MovieOutlineReader.Failure.notAMovie) { try outline("vp9-opus.webm") }
+  }
+
+  @Test func iPhoneCarriersAndTracks() throws {
+    let movie = try outline("iphone-metadata.mov")
+    #expect(movie.metadataCarriers.contains("moov/meta"))
+    #expect(movie.contentIdentifier == "5E1C0A7D-PLANTED-CONTENT-ID")
+    #expect(movie.metadataCarriers.contains { $0.hasSuffix(":mebx") })
+    #expect(movie.tracks.map(\.kind) == [.video, .audio, .audio, .timedMetadata])
+    // The decodable audio is the AAC track, not the apac one.
+    #expect(movie.audioTrack?.format == FourCC("mp4a"))
+    #expect(movie.tracks[2].format == FourCC("apac"))
+    #expect(try outline("only-audio-apac.mov").audioTrack == nil)
+  }
+
+  @Test func androidCarriers() throws {
+    let movie = try outline("android-metadata.mp4")
+    for carrier in ["moov/udta/©xyz", "moov/udta/©mak", "moov/udta/©mod", "moov/udta/loci", "uuid"] {
+      #expect(movie.metadataCarriers.contains(carrier), "\(carrier) in \(movie.metadataCarriers)")
+    }
+    #expect(movie.metadataCarriers.contains { $0.hasSuffix(":gpmd") })
+  }
+
+  @Test func timecodeTrackIsIgnored() throws {
+    let movie = try outline("timecode.mov")
+    #expect(movie.tracks.contains { $0.kind == .timecode })
+    #expect(try admit("timecode.mov").get().videoTrack?.codec == .hevc)
+  }
+
+  @Test(arguments: [
+    "h264-aac.mp4", "hevc-aac.mov", "hevc-rot90.mov", "hevc-hlg-10bit.mov", "hevc-pq-10bit.mp4",
+    "hevc-dolby-vision-84.mov", "h264-vfr.mp4", "h264-no-audio.mp4", "iphone-metadata.mov",
+    "android-metadata.mp4", "only-audio-apac.mov", "timecode.mov",
+  ])
+  func admitted(name: String) throws {
+    let movie = try admit(name).get()
+    #expect(movie.videoTrack != nil)
+  }
+
+  @Test(arguments: [
+    ("audio-only.m4a", "video_no_video_track", 415),
+    ("vp9-opus.webm", "video_no_video_track", 415),
+    ("truncated-half.mp4", "truncated", 422),
+    ("truncated-no-moov.mov", "truncated", 422),
+    ("fragmented-no-duration.mp4", "video_duration_unknown", 422),
+    ("backwards-timestamps.mp4", "video_timestamps_backwards", 422),
+    ("external-dref.mov", "video_external_reference", 422),
+    ("lie-8k.mp4", "video_frame_too_large", 413),
+    ("lie-long.mp4", "video_too_long", 413),
+  ])
+  func refusedBeforeDecoding(name: String, code: String, status: Int) throws {
+    guard case .failure(let refusal) = try admit(name) else {
+      Issue.record("\(name) was admitted")
+      return
+    }
+    #expect(refusal.code == code)
+    #expect(refusal.status == status)
+  }
+
+  @Test func limitsAreTheConfiguredOnes() throws {
+    var limits = MovieLimits()
+    limits.maxDuration = 2
+    #expect(throws: MovieRefusal.tooLong(3)) { try admit("h264-aac.mp4", limits: limits).get() }
+    limits = MovieLimits()
+    limits.maxBytes = 1000
+    guard case .failure(.tooLargeBytes) = try admit("h264-aac.mp4", limits: limits) else {
+      Issue.record("not refused by size")
+      return
+    }
+    limits = MovieLimits()
+    limits.maxFrameRate = 9
+    guard case .failure(.frameRateTooHigh(10)) = try admit("h264-aac.mp4", limits: limits) else {
+      Issue.record("not refused by frame rate")
+      return
+    }
+    limits = MovieLimits()
+    limits.maxTracks = 3
+    guard case .failure(.tooManyTracks(4)) = try admit("iphone-metadata.mov", limits: limits) else {
+      Issue.record("not refused by tracks")
+      return
+    }
+  }
+
+  /// Every prefix of a real file is refused cleanly or read; none traps (the reader is bounded).
+  @Test func everyCutIsRefusedOrRead() throws {
+    let bytes = try VideoFixtures.bytes("iphone-metadata.mov")
+    for length in stride(from: 0, through: bytes.count, by: 97) {
+      let prefix = Array(bytes[0..<length])
+      _ = try? MovieOutlineReader.read(prefix)
+    }
+    let image = try DecoderFixtures.bytes("mono8-limited.heic")
+    #expect(throws: MovieOutlineReader.Failure.notAMovie) { try MovieOutlineReader.read(image) }
+  }
+}
+
+/// The two halves of a Live Photo name the same content identifier: the still in its Apple
+/// MakerNote, the movie in its `moov/meta` keys.
+@Suite struct LivePhotoIdentifierTests {
+  @Test func stillAndMovieCarryTheSameIdentifier() throws {
+    let still = try #require(EXIFReader.read(jpegAPP1(try VideoFixtures.bytes("live-photo.jpg"))))
+    let movie = try MovieOutlineReader.read(try VideoFixtures.bytes("live-photo.mov"))
+    #expect(still.appleContentIdentifier == "5E1C0A7D-PLANTED-CONTENT-ID")
+    #expect(movie.contentIdentifier == still.appleContentIdentifier)
+    let other = try MovieOutlineReader.read(try VideoFixtures.bytes("live-photo-other.mov"))
+    #expect(other.contentIdentifier == "0B0E0F0A-OTHER-CONTENT-ID")
+    #expect(try MovieOutlineReader.read(try VideoFixtures.bytes("hevc-aac.mov")).contentIdentifier == nil)
+  }
+
+  /// The payload of the first APP1 segment of a JPEG.
+  func jpegAPP1(_ jpeg: [UInt8]) throws -> [UInt8] {
+    try #require(jpeg[2] == 0xFF && jpeg[3] == 0xE1)
+    let length = Int(jpeg[4]) << 8 | Int(jpeg[5])
+    return Array(jpeg[6..<(4 + length)])
+  }
+}
