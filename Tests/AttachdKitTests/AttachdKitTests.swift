@@ -146,23 +146,29 @@ struct AttachdKitTests {
     }
   }
 
-  @Test func theIdempotencyKeyMakesARetriedUploadOneAttachment() async throws {
+  @Test(arguments: [false, true]) func theIdempotencyKeyMakesARetriedUploadOneAttachment(haproxy: Bool)
+    async throws
+  {
     // The first answer is lost: the front cuts the connection once the whole request is in, so
     // the server stores it and the client retries with the same Idempotency-Key.
     let server = try LiveAttachd()
-    let front = try TCPFront(upstream: server.port, loseFirstAnswer: true)
+    let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
+    let front = try TCPFront(upstream: proxy?.port ?? server.port, loseFirstAnswer: true)
     let client = Self.client(URL(string: "http://127.0.0.1:\(front.port)")!)
     let attachment = try await client.upload(file: Self.jpeg)
     #expect(front.counts.cuts == 1)
     #expect(attachment.id.hasPrefix("att_"))
     #expect(try await server.storedObjects() == 1)
+    _ = proxy
   }
 
-  @Test func aCancelledUploadStoresNothing() async throws {
+  @Test(arguments: [false, true]) func aCancelledUploadStoresNothing(haproxy: Bool) async throws {
     let server = try LiveAttachd()
+    let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
     let file = try Self.paddedJPEG(40_000_000)
     defer { try? FileManager.default.removeItem(at: file) }
-    let client = Self.client(server.baseURL, chunkSize: 1 << 20)
+    let base = proxy.map { URL(string: "http://127.0.0.1:\($0.port)")! } ?? server.baseURL
+    let client = Self.client(base, chunkSize: 1 << 20)
     let progress = Progress()
     let task = Task { try await client.upload(file: file) { progress.record($0, $1) } }
     while progress.last < 3 << 20 { try await Task.sleep(nanoseconds: 5_000_000) }
@@ -171,9 +177,10 @@ struct AttachdKitTests {
     // The client said DELETE: no attachment was made, and the upload is gone.
     #expect(try await server.storedObjects() == 0)
     print("AttachdKit: after the cancel the data directory holds \(server.storedFiles())")
+    _ = proxy
   }
 
-  @Test func anExpiredTokenIsRefreshedOnce() async throws {
+  @Test(arguments: [false, true]) func anExpiredTokenIsRefreshedOnce(haproxy: Bool) async throws {
     let secret = try ScratchSpace.directory("attachdkit-secret") + "/secret"
     try Data((0..<48).map { _ in "0123456789abcdef".randomElement()! }.map { $0.asciiValue! }).write(
       to: URL(fileURLWithPath: secret))
@@ -181,6 +188,7 @@ struct AttachdKitTests {
       "ATTACHD_TOKEN_KEYS": #"[{"tenant":"acme","iss":"acme","alg":"HS256","secret_file":"\#(secret)"}]"#,
       "ATTACHD_TOKEN_LEEWAY": "0",
     ])
+    let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
     let binary = try #require(LiveAttachd.binary)
     @Sendable func mint(ttl: Int) throws -> String {
       try ChildProcess.run(
@@ -195,13 +203,15 @@ struct AttachdKitTests {
     let first = try mint(ttl: 1)
     try await Task.sleep(nanoseconds: 2_100_000_000)
     let calls = Progress()
-    let client = AttachdClient(baseURL: server.baseURL) {
+    let base = proxy.map { URL(string: "http://127.0.0.1:\($0.port)")! } ?? server.baseURL
+    let client = AttachdClient(baseURL: base) {
       calls.record(calls.last + 1, 0)
       return calls.last == 1 ? first : try mint(ttl: 600)
     }
     let attachment = try await client.upload(file: Self.jpeg)
     #expect(attachment.owner == "user-1")
     #expect(calls.last == 2)
+    _ = proxy
   }
 
   @Test func attachmentMatchesTheServersOpenAPIRecord() async throws {
