@@ -1,4 +1,5 @@
 private import CLCMS2
+import Synchronization
 
 /// Converts decoded pixels to sRGB with lcms2, from an embedded ICC profile or a HEIF nclx box.
 ///
@@ -152,10 +153,17 @@ final class LCMSProfile {
 }
 
 /// Owns one lcms transform; `deinit` deletes it.
+///
+/// Where the matrix-shaper shortcut exists, lcms's own transform is only built when something
+/// asks for it (the tests' reference): building it takes 3–10 ms for Display P3 → sRGB, which a
+/// sandbox child, with its empty cache, paid on every image although it never used it.
 // @unchecked: built with cmsFLAGS_NOCACHE, so cmsDoTransform keeps no state in the transform and
-// may run on several threads at once; the handle itself is never mutated after init.
+// may run on several threads at once; the handle is made once, under `built`'s lock, and never changed.
 final class LCMSTransform: @unchecked Sendable {
-  let raw: UnsafeMutableRawPointer
+  private let source: LCMSProfile
+  private let target: LCMSProfile
+  private let formats: (input: UInt32, output: UInt32, intent: UInt32, flags: UInt32)
+  private let built = Mutex<UnsafeMutableRawPointer?>(nil)
   let inputChannels: Int
   let outputChannels: Int
   /// The fixed-point shortcut for RGB(A) matrix-shaper sources, used instead of lcms when present.
@@ -176,17 +184,34 @@ final class LCMSTransform: @unchecked Sendable {
       key.intent == .perceptual ? UInt32(INTENT_PERCEPTUAL) : UInt32(INTENT_RELATIVE_COLORIMETRIC)
     var flags = UInt32(cmsFLAGS_NOCACHE)
     if layout == .rgba { flags |= UInt32(cmsFLAGS_COPY_ALPHA) }
-    let created = withExtendedLifetime((source, target)) {
-      cmsCreateTransform(source.raw, inFormat, target.raw, outFormat, intent, flags)
-    }
-    guard let raw = created else { return nil }
-    self.raw = raw
+    self.source = source
+    self.target = target
+    self.formats = (inFormat, outFormat, intent, flags)
     self.inputChannels = key.cmyk ? 4 : layout.channels
     self.outputChannels = layout.channels
     self.fastPath = key.cmyk || layout == .gray ? nil : MatrixShaperTransform(source: source, target: target)
+    // Without the shortcut lcms does the work: a profile it cannot build a transform for is
+    // refused here, as before.
+    if fastPath == nil && handle == nil { return nil }
   }
 
-  deinit { cmsDeleteTransform(raw) }
+  deinit {
+    if let raw = built.withLock({ $0 }) { cmsDeleteTransform(raw) }
+  }
+
+  /// Whether lcms's transform exists yet (tests).
+  var lcmsIsBuilt: Bool { built.withLock { $0 != nil } }
+
+  /// lcms's transform, built on first use; nil when lcms cannot build it.
+  private var handle: UnsafeMutableRawPointer? {
+    built.withLock { built in
+      if built == nil {
+        built = cmsCreateTransform(
+          source.raw, formats.input, target.raw, formats.output, formats.intent, formats.flags)
+      }
+      return built
+    }
+  }
 
   /// Converts every row of `buffer` in place (same input and output size).
   func apply(_ buffer: inout PixelBuffer) {
@@ -202,6 +227,7 @@ final class LCMSTransform: @unchecked Sendable {
   func applyWithLCMS(_ buffer: inout PixelBuffer) {
     precondition(inputChannels == outputChannels && buffer.layout.channels == outputChannels)
     let (width, height, stride) = (buffer.width, buffer.height, buffer.rowBytes)
+    guard let raw = handle else { return }
     buffer.bytes.withUnsafeMutableBytes { bytes in
       guard let base = bytes.baseAddress else { return }
       cmsDoTransformLineStride(
@@ -215,6 +241,10 @@ final class LCMSTransform: @unchecked Sendable {
     layout: PixelBuffer.Layout
   ) -> PixelBuffer {
     let rowBytes = width * layout.channels
+    // Only CMYK sources come here, which have no shortcut: `init` built the handle.
+    guard let raw = handle else {
+      preconditionFailure("no lcms transform for a conversion without a shortcut")
+    }
     let bytes = [UInt8](unsafeUninitializedCapacity: rowBytes * height) { out, count in
       cmsDoTransformLineStride(
         raw, source.baseAddress, out.baseAddress, UInt32(width), UInt32(height), UInt32(sourceRowBytes),

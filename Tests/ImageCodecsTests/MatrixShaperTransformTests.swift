@@ -113,6 +113,18 @@ struct MatrixShaperTransformTests {
     }
   }
 
+  /// A sandbox child starts with an empty cache: a transform that has the shortcut must not pay
+  /// for lcms's own (3–10 ms for Display P3) until something asks for it.
+  @Test func lcmsIsBuiltOnlyWhenAsked() throws {
+    let profile = try #require(LCMSProfile(try Self.iccProfile("heic-iphonexs-irot-exif6-gps.heic")))
+    let transform = try Self.transform(profile)
+    var pixels = Self.random(width: 64, height: 8)
+    transform.apply(&pixels)
+    #expect(transform.fastPath != nil && !transform.lcmsIsBuilt)
+    transform.applyWithLCMS(&pixels)
+    #expect(transform.lcmsIsBuilt)
+  }
+
   @Test func adobeRGBBuiltFromPrimariesMatchesLCMS() throws {
     // Adobe RGB (1998): its primaries, D65, gamma 563/256 (what its ICC profile's curv holds).
     let profile = try #require(
