@@ -129,62 +129,58 @@ extension SandboxedVideo {
 /// The video jobs the helper runs.
 public enum VideoJobs {
   /// `video.stills`: the input is the movie; the result its stills or why there are none.
-  public static let stills = SandboxJob(
-    name: "video.stills",
-    prepare: {
-      PipelineJobs.prepare()
-      if let failure = VideoStillsMaker.preload() {
-        let line = "attachd sandbox helper: \(failure)\n"
-        _ = line.withCString { write(2, $0, strlen($0)) }
-      }
-    },
-    run: { input, parameters, output in
-      var out = WireWriter()
-      do {
-        let (configuration, settings) = try VideoWire.readParameters(parameters)
-        let stills = try VideoStillsMaker.make(
-          input, pipeline: try Pipeline(configuration: configuration), settings: settings)
-        VideoWire.write(stills, to: &out)
-      } catch let error as VideoError {
-        out = WireWriter()
-        VideoWire.write(error, to: &out)
-      } catch {
-        out = WireWriter()
-        VideoWire.write(.undecodable("bad job parameters: \(error)"), to: &out)
-      }
-      if !output.append(out.buffer) {
-        var refusal = WireWriter()
-        VideoWire.write(
-          .pipeline(PipelineError(.internal, "the stills are larger than the output file")), to: &refusal)
-        output.append(refusal.buffer)
-      }
-    })
-}
+  public static let stills = job("video.stills", tooLarge: "the stills are larger than the output file") {
+    input, parameters, out throws in
+    let (configuration, settings) = try VideoWire.readParameters(parameters)
+    let stills = try VideoStillsMaker.make(
+      input, pipeline: try Pipeline(configuration: configuration), settings: settings)
+    VideoWire.write(stills, to: &out)
+  }
 
-extension VideoJobs {
   /// `video.rendition`: the input is the movie; the result its MP4 or why there is none.
-  public static let rendition = SandboxJob(
-    name: "video.rendition", prepare: stills.prepare,
-    run: { input, parameters, output in
-      var out = WireWriter()
-      do {
-        let settings = try VideoWire.readRenditionParameters(parameters)
-        out.byte(VideoWire.renditionTag)
-        out.bytes(try VideoRenditionMaker.make(input, settings: settings))
-      } catch let error as VideoError {
-        out = WireWriter()
-        VideoWire.write(error, to: &out)
-      } catch {
-        out = WireWriter()
-        VideoWire.write(.undecodable("bad job parameters: \(error)"), to: &out)
-      }
-      if !output.append(out.buffer) {
-        var refusal = WireWriter()
-        VideoWire.write(
-          .pipeline(PipelineError(.internal, "the rendition is larger than allowed")), to: &refusal)
-        output.append(refusal.buffer)
-      }
-    })
+  public static let rendition = job("video.rendition", tooLarge: "the rendition is larger than allowed") {
+    input, parameters, out throws in
+    let settings = try VideoWire.readRenditionParameters(parameters)
+    let mp4 = try VideoRenditionMaker.make(input, settings: settings)
+    out.byte(VideoWire.renditionTag)
+    out.bytes(mp4)
+  }
+
+  /// Opens the video libraries too before the helper gives up opening files.
+  @Sendable static func prepare() {
+    PipelineJobs.prepare()
+    if let failure = VideoStillsMaker.preload() {
+      let line = "attachd sandbox helper: \(failure)\n"
+      _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+  }
+
+  /// A job running `body`; a `VideoError` (or unreadable parameters) becomes the result, and a
+  /// result too large for the output file the refusal `tooLarge` says.
+  private static func job(
+    _ name: String, tooLarge: String,
+    _ body: @escaping @Sendable (UnsafeRawBufferPointer, [UInt8], inout WireWriter) throws -> Void
+  ) -> SandboxJob {
+    SandboxJob(
+      name: name, prepare: prepare,
+      run: { input, parameters, output in
+        var out = WireWriter()
+        do {
+          try body(input, parameters, &out)
+        } catch let error as VideoError {
+          out = WireWriter()
+          VideoWire.write(error, to: &out)
+        } catch {
+          out = WireWriter()
+          VideoWire.write(.undecodable("bad job parameters: \(error)"), to: &out)
+        }
+        if !output.append(out.buffer) {
+          var refusal = WireWriter()
+          VideoWire.write(.pipeline(PipelineError(.internal, tooLarge)), to: &refusal)
+          output.append(refusal.buffer)
+        }
+      })
+  }
 }
 
 /// The video job's parameters (the pipeline's settings and the stills') and result (the stills,
