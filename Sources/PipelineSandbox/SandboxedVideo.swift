@@ -28,18 +28,87 @@ public final class SandboxedVideo: Sendable {
   public func stills(_ input: UnsafeRawBufferPointer, cancellation: (any SandboxCancellation)? = nil)
     throws(VideoError) -> VideoStills
   {
+    var decoded: DecodeReport?
+    defer { decoded.map(report) }
+    let output = try run(
+      VideoJobs.stills, input, limits: settings.limits,
+      parameters: VideoWire.parameters(pipeline.configuration, settings: settings),
+      outputCapacity: SandboxedPipeline.outputCapacity,
+      deadline: pipeline.configuration.deadline + SandboxedPipeline.deadlineGrace, cancellation: cancellation,
+      decoded: &decoded)
+    let stills: VideoStills
     do {
-      _ = try MovieAdmission.admit(input, limits: settings.limits)
+      stills = try VideoWire.read(output)
+    } catch let error as VideoError {
+      decoded?.refused = true
+      throw error
+    } catch {
+      decoded?.outputRejected = true
+      decoded?.inputSHA256 = Hex.encode(SHA256.hash(input))
+      throw .undecodable("the decoder's answer is unreadable")
+    }
+    for still in [stills.poster] + stills.frames {
+      guard (1...settings.maxEdge).contains(still.width), (1...settings.maxEdge).contains(still.height) else {
+        decoded?.outputRejected = true
+        throw .pipeline(PipelineError(.internal, "the decoder's still has an impossible size"))
+      }
+      do { try JPEGOutputVerifier.verify(still.jpeg) } catch {
+        decoded?.outputRejected = true
+        throw .pipeline(
+          PipelineError(.internal, "the decoder's still is not a clean JPEG", detail: "\(error)"))
+      }
+    }
+    return stills
+  }
+
+  /// The MP4 rendition, made in a sandbox child; checked here again with `MovieOutputCheck`
+  /// before it is returned.
+  public func rendition(
+    _ input: UnsafeRawBufferPointer, settings: VideoRenditionSettings = VideoRenditionSettings(),
+    deadline: Duration = .seconds(600), cancellation: (any SandboxCancellation)? = nil
+  ) throws(VideoError) -> [UInt8] {
+    var decoded: DecodeReport?
+    defer { decoded.map(report) }
+    let output = try run(
+      VideoJobs.rendition, input, limits: settings.limits, parameters: VideoWire.parameters(settings),
+      outputCapacity: settings.maxOutputBytes + 4096, deadline: deadline, cancellation: cancellation,
+      decoded: &decoded)
+    let mp4: [UInt8]
+    do {
+      mp4 = try VideoWire.readRendition(output)
+    } catch let error as VideoError {
+      decoded?.refused = true
+      throw error
+    } catch {
+      decoded?.outputRejected = true
+      decoded?.inputSHA256 = Hex.encode(SHA256.hash(input))
+      throw .undecodable("the encoder's answer is unreadable")
+    }
+    do { try MovieOutputCheck.verify(mp4) } catch {
+      decoded?.outputRejected = true
+      throw .pipeline(PipelineError(.internal, "the rendition is not clean", detail: "\(error)"))
+    }
+    return mp4
+  }
+
+  /// Checks `input`'s outline here (no child for a movie the limits refuse), runs `job` on it in
+  /// a child and maps what can go wrong there; the child's output when it finished. `decoded`
+  /// becomes what the report says once a child ran.
+  private func run(
+    _ job: SandboxJob, _ input: UnsafeRawBufferPointer, limits: MovieLimits, parameters: [UInt8],
+    outputCapacity: Int, deadline: Duration, cancellation: (any SandboxCancellation)?,
+    decoded: inout DecodeReport?
+  ) throws(VideoError) -> [UInt8] {
+    do {
+      _ = try MovieAdmission.admit(input, limits: limits)
     } catch {
       throw .refused(error)
     }
     let run: SandboxRun
     do {
       run = try sandbox.run(
-        job: VideoJobs.stills.name, input: input,
-        parameters: VideoWire.parameters(pipeline.configuration, settings: settings),
-        outputCapacity: SandboxedPipeline.outputCapacity,
-        deadline: pipeline.configuration.deadline + SandboxedPipeline.deadlineGrace,
+        job: job.name, input: input, parameters: parameters, outputCapacity: outputCapacity,
+        deadline: deadline,
         cancellation: cancellation)
     } catch {
       switch error {
@@ -49,80 +118,14 @@ public final class SandboxedVideo: Sendable {
         throw .pipeline(PipelineError(.internal, "the decode sandbox failed", detail: error.description))
       }
     }
-    var decoded = DecodeReport(
-      job: VideoJobs.stills.name, outcome: run.outcome, refused: false, outputRejected: false, exit: run.exit,
+    decoded = DecodeReport(
+      job: job.name, outcome: run.outcome, refused: false, outputRejected: false, exit: run.exit,
       inputSHA256: nil)
-    defer { report(decoded) }
     if let failure = SandboxedPipeline.failure(of: run) {
-      if failure.kind == .corrupt { decoded.inputSHA256 = Hex.encode(SHA256.hash(input)) }
+      if failure.kind == .corrupt { decoded?.inputSHA256 = Hex.encode(SHA256.hash(input)) }
       throw failure.kind == .corrupt ? .undecodable(failure.reason) : .pipeline(failure)
     }
-    let stills: VideoStills
-    do {
-      stills = try VideoWire.read(run.output)
-    } catch let error as VideoError {
-      decoded.refused = true
-      throw error
-    } catch {
-      decoded.outputRejected = true
-      decoded.inputSHA256 = Hex.encode(SHA256.hash(input))
-      throw .undecodable("the decoder's answer is unreadable")
-    }
-    for still in [stills.poster] + stills.frames {
-      guard (1...settings.maxEdge).contains(still.width), (1...settings.maxEdge).contains(still.height) else {
-        decoded.outputRejected = true
-        throw .pipeline(PipelineError(.internal, "the decoder's still has an impossible size"))
-      }
-      do { try JPEGOutputVerifier.verify(still.jpeg) } catch {
-        decoded.outputRejected = true
-        throw .pipeline(
-          PipelineError(.internal, "the decoder's still is not a clean JPEG", detail: "\(error)"))
-      }
-    }
-    return stills
-  }
-}
-
-extension SandboxedVideo {
-  /// The MP4 rendition, made in a sandbox child; checked here again with `MovieOutputCheck`
-  /// before it is returned.
-  public func rendition(
-    _ input: UnsafeRawBufferPointer, settings: VideoRenditionSettings = VideoRenditionSettings(),
-    deadline: Duration = .seconds(600), cancellation: (any SandboxCancellation)? = nil
-  ) throws(VideoError) -> [UInt8] {
-    do {
-      _ = try MovieAdmission.admit(input, limits: settings.limits)
-    } catch {
-      throw .refused(error)
-    }
-    let run: SandboxRun
-    do {
-      run = try sandbox.run(
-        job: VideoJobs.rendition.name, input: input, parameters: VideoWire.parameters(settings),
-        outputCapacity: settings.maxOutputBytes + 4096, deadline: deadline, cancellation: cancellation)
-    } catch {
-      switch error {
-      case .unavailable(let reason):
-        throw .pipeline(PipelineError(.sandboxUnavailable, "no decode sandbox is running", detail: reason))
-      default:
-        throw .pipeline(PipelineError(.internal, "the decode sandbox failed", detail: error.description))
-      }
-    }
-    if let failure = SandboxedPipeline.failure(of: run) {
-      throw failure.kind == .corrupt ? .undecodable(failure.reason) : .pipeline(failure)
-    }
-    let mp4: [UInt8]
-    do {
-      mp4 = try VideoWire.readRendition(run.output)
-    } catch let error as VideoError {
-      throw error
-    } catch {
-      throw .undecodable("the encoder's answer is unreadable")
-    }
-    do { try MovieOutputCheck.verify(mp4) } catch {
-      throw .pipeline(PipelineError(.internal, "the rendition is not clean", detail: "\(error)"))
-    }
-    return mp4
+    return run.output
   }
 }
 
