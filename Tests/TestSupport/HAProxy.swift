@@ -33,7 +33,34 @@ public final class HAProxy: @unchecked Sendable {
 
   /// Starts HAProxy in front of `backends` (127.0.0.1 ports) and returns once it accepts
   /// connections. `timeout`: client and server inactivity, seconds.
-  public init(backends: [Int], balance: Balance = .roundRobin, timeout: Int = 60) throws {
+  public convenience init(backends: [Int], balance: Balance = .roundRobin, timeout: Int = 60) throws {
+    try self.init(backends: backends) { port in
+      Self.configuration(port: port, backends: backends, balance: balance, timeout: timeout)
+    }
+  }
+
+  /// Starts HAProxy with the repository's own `Config/haproxy.cfg` (what operators run), its
+  /// listener and servers moved to 127.0.0.1: `backends` in the order of its `server` lines.
+  public convenience init(shippedConfigurationFor backends: [Int]) throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let shipped = try String(contentsOf: root.appendingPathComponent("Config/haproxy.cfg"), encoding: .utf8)
+    try self.init(backends: backends) { port in
+      var servers = backends.makeIterator()
+      return shipped.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+        let words = line.split(separator: " ")
+        if words.first == "bind" { return "  bind 127.0.0.1:\(port)" }
+        if words.first == "server", words.count >= 3, let backend = servers.next() {
+          return
+            (["  server", String(words[1]), "127.0.0.1:\(backend)"] + words.dropFirst(3).map(String.init))
+            .joined(separator: " ")
+        }
+        return String(line)
+      }.joined(separator: "\n")
+    }
+  }
+
+  private init(backends: [Int], configuration: (Int) -> String) throws {
     guard let executable = Self.executable else {
       throw ChildProcess.Failure(description: "haproxy is not installed (Scripts/install-deps installs it)")
     }
@@ -44,7 +71,7 @@ public final class HAProxy: @unchecked Sendable {
     // A free port can be taken by someone else before HAProxy binds it: try a few.
     for _ in 0..<5 {
       let candidate = try ChildProcess.freePort()
-      let config = Self.configuration(port: candidate, backends: backends, balance: balance, timeout: timeout)
+      let config = configuration(candidate)
       try Data(config.utf8).write(to: URL(fileURLWithPath: directory + "/haproxy.cfg"))
       _ = try ChildProcess.run(executable, ["-c", "-q", "-f", directory + "/haproxy.cfg"], timeout: 30)
       let pid = try ChildProcess.start(
