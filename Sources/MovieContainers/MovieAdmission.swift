@@ -32,7 +32,7 @@ public enum MovieRefusal: Error, Equatable, Sendable {
   case frameRateTooHigh(Double)
   /// More tracks than `maxTracks`.
   case tooManyTracks(Int)
-  /// No video track whose codec is HEVC, H.264, VP9 or AV1 (an audio file, a codec we lack).
+  /// No video track whose codec is HEVC, H.264, VP9, VP8 or AV1 (an audio file, a codec we lack).
   case noVideo
   /// A data reference to a file outside this one.
   case externalReference
@@ -68,7 +68,7 @@ public enum MovieRefusal: Error, Equatable, Sendable {
       "the video's frames are \(width)×\(height), larger than allowed"
     case .frameRateTooHigh(let rate): "the video has \(Int(rate)) frames a second, more than allowed"
     case .tooManyTracks(let count): "the video has \(count) tracks, more than allowed"
-    case .noVideo: "there is no HEVC, H.264, VP9 or AV1 video track"
+    case .noVideo: "there is no HEVC, H.264, VP9, VP8 or AV1 video track"
     case .externalReference: "the video refers to data in another file"
     case .timestampsBackwards: "the video's frame times run backwards"
     case .truncated: "the video is cut short"

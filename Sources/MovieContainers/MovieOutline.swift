@@ -5,7 +5,8 @@ import ImageContainers
 /// video, and nothing that needs a codec. Read by `MovieOutlineReader`, in pure Swift, in the
 /// server process; the demuxing and decoding happen only in the sandbox.
 public struct MovieOutline: Sendable, Equatable {
-  /// `ftyp`'s major brand (`qt  ` for QuickTime, `isom`, `mp42`, `M4V ` …).
+  /// `ftyp`'s major brand (`qt  ` for QuickTime, `isom`, `mp42`, `M4V ` …), or `webm` / `mkv `
+  /// for an EBML file (its doc type).
   public var majorBrand: FourCC
   public var compatibleBrands: [FourCC] = []
   /// The movie's duration in seconds from `mvhd` (or `mehd` for a fragmented file); nil when the
@@ -52,7 +53,7 @@ public struct MovieTrack: Sendable, Equatable {
   }
 
   public enum Codec: String, Sendable, Equatable {
-    case hevc, h264, vp9, av1
+    case hevc, h264, vp9, vp8, av1
   }
 
   /// The HDR kind of a video track, from its colour description and Dolby Vision record.
@@ -110,6 +111,7 @@ public struct MovieTrack: Sendable, Equatable {
     case "hvc1", "hev1", "dvh1", "dvhe": .hevc
     case "avc1", "avc3", "dva1", "dvav": .h264
     case "vp09": .vp9
+    case "vp08": .vp8
     case "av01": .av1
     default: nil
     }
@@ -117,7 +119,7 @@ public struct MovieTrack: Sendable, Equatable {
 
   /// Whether FFmpeg 5.1 decodes this audio track's format.
   public var audioCodecIsDecodable: Bool {
-    ["mp4a", "alac", "Opus", "fLaC", "ac-3", "ec-3", "lpcm", "sowt", "twos", "ulaw", "alaw", ".mp3"]
+    ["mp4a", "alac", "Opus", "vorb", "fLaC", "ac-3", "ec-3", "lpcm", "sowt", "twos", "ulaw", "alaw", ".mp3"]
       .contains(format.description)
   }
 

@@ -32,6 +32,7 @@ public enum MovieOutlineReader {
 
   /// Reads the outline of the movie in `bytes`, read in place.
   public static func read(_ bytes: UnsafeRawBufferPointer) throws(Failure) -> MovieOutline {
+    if WebMOutlineReader.isEBML(bytes) { return try WebMOutlineReader.read(bytes) }
     let r = ByteReader(bytes)
     guard r.fourCC(4) == FourCC("ftyp") else { throw .notAMovie }
     var top: [ISOBox] = []

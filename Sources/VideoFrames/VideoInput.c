@@ -54,7 +54,7 @@ const char *VideoInput_preload(void) {
 
 static int videoCodecAllowed(enum AVCodecID id) {
   return id == AV_CODEC_ID_HEVC || id == AV_CODEC_ID_H264 || id == AV_CODEC_ID_VP9 ||
-         id == AV_CODEC_ID_AV1;
+         id == AV_CODEC_ID_VP8 || id == AV_CODEC_ID_AV1;
 }
 
 int VideoInput_open(VideoInput *s, const uint8_t *data, size_t size, char *error, size_t error_size) {
@@ -80,8 +80,8 @@ int VideoInput_open(VideoInput *s, const uint8_t *data, size_t size, char *error
   s->format->pb = s->io;
   s->format->flags |= AVFMT_FLAG_CUSTOM_IO;
   s->format->io_open = refuseOpen;
-  // Only QuickTime/MP4's demuxer.
-  s->format->format_whitelist = av_strdup("mov,mp4,m4a,3gp,3g2,mj2");
+  // Only QuickTime/MP4's demuxer and Matroska/WebM's (the outline reader took the file as one).
+  s->format->format_whitelist = av_strdup("mov,mp4,m4a,3gp,3g2,mj2,matroska,webm");
   AVDictionary *demuxerOptions = NULL;
   av_dict_set(&demuxerOptions, "enable_drefs", "0", 0);
   av_dict_set(&demuxerOptions, "use_absolute_path", "0", 0);
@@ -117,7 +117,7 @@ int VideoInput_openDecoder(VideoInput *s, int index, AVCodecContext **out, char 
   int video = parameters->codec_type == AVMEDIA_TYPE_VIDEO;
   if ((video && !videoCodecAllowed(parameters->codec_id)) ||
       (!video && parameters->codec_type != AVMEDIA_TYPE_AUDIO)) {
-    snprintf(error, error_size, "stream %d is not HEVC, H.264, VP9 or AV1 video, nor audio", index);
+    snprintf(error, error_size, "stream %d is not HEVC, H.264, VP9, VP8 or AV1 video, nor audio", index);
     return AVERROR_DECODER_NOT_FOUND;
   }
   const AVCodec *decoder = parameters->codec_id == AV_CODEC_ID_AV1

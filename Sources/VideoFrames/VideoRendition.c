@@ -199,13 +199,16 @@ static int configureAudioGraph(Rendition *r, const AVFrame *frame) {
   }
   const char *format = av_get_sample_fmt_name(frame->format);
   if (format == NULL || frame->sample_rate <= 0) return fail(r, AVERROR_INVALIDDATA, "the audio has no format");
+  // The frames' times are in the stream's time base (1/1000 in WebM, often the sample rate in
+  // MP4): the source must say so, or the encoder sees times that jump back and forth.
+  AVRational base = r->input.format->streams[r->options.audio_stream]->time_base;
   char source[256];
   if (layout[0] != 0) {
-    snprintf(source, sizeof source, "time_base=1/%d:sample_rate=%d:sample_fmt=%s:channel_layout=%s",
-             frame->sample_rate, frame->sample_rate, format, layout);
+    snprintf(source, sizeof source, "time_base=%d/%d:sample_rate=%d:sample_fmt=%s:channel_layout=%s",
+             base.num, base.den, frame->sample_rate, format, layout);
   } else {
-    snprintf(source, sizeof source, "time_base=1/%d:sample_rate=%d:sample_fmt=%s:channels=%d",
-             frame->sample_rate, frame->sample_rate, format, frame->ch_layout.nb_channels);
+    snprintf(source, sizeof source, "time_base=%d/%d:sample_rate=%d:sample_fmt=%s:channels=%d",
+             base.num, base.den, frame->sample_rate, format, frame->ch_layout.nb_channels);
   }
   int code = buildGraph(lane, "abuffer", source, "abuffersink",
                         "aresample=48000,aformat=sample_fmts=fltp:sample_rates=48000:channel_layouts=stereo");

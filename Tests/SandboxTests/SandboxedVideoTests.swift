@@ -19,6 +19,7 @@ struct SandboxedVideoTests {
     "hevc-pq-10bit.mp4", "hevc-dolby-vision-84.mov", "h264-vfr.mp4", "iphone-metadata.mov",
     "android-metadata.mp4",
     "only-audio-apac.mov", "timecode.mov", "backwards-timestamps.mp4", "fragmented-no-duration.mp4",
+    "vp9-opus.webm", "vp8-live-tags.webm",
   ]
 
   @Test func everyVideoFixtureDecodesUnderTheFilterAsItDoesInProcess() throws {

@@ -59,6 +59,7 @@ struct VideoRenditionTests {
     ("h264-vfr.mp4", 192, 108, true), ("only-audio-apac.mov", 192, 108, false),
     ("h264-no-audio.mp4", 192, 108, false),
     ("iphone-metadata.mov", 192, 108, true), ("android-metadata.mp4", 192, 108, true),
+    ("vp9-opus.webm", 192, 108, true), ("vp8-live-tags.webm", 192, 108, true),
   ])
   func meetsEveryConstraint(name: String, width: Int, height: Int, audio: Bool) throws {
     let mp4 = try rendition(name)

@@ -81,6 +81,8 @@ import VideoPipeline
 
   @Test(arguments: [
     ("hevc-aac.mov", [Colour.red, .green, .blue, .yellow], 192, 108),
+    ("vp9-opus.webm", [.red, .green, .blue, .yellow], 192, 108),
+    ("vp8-live-tags.webm", [.red, .green, .blue, .yellow], 192, 108),
     // Turned 90° clockwise: the left column (red over blue) becomes the top row, blue first.
     ("hevc-rot90.mov", [.blue, .red, .yellow, .green], 108, 192),
     ("hevc-rot180.mov", [.yellow, .blue, .green, .red], 192, 108),
@@ -105,7 +107,7 @@ import VideoPipeline
 
   @Test(arguments: [
     "h264-vfr.mp4", "h264-no-audio.mp4", "iphone-metadata.mov", "android-metadata.mp4", "only-audio-apac.mov",
-    "timecode.mov", "live-photo.mov",
+    "timecode.mov", "live-photo.mov", "vp9-opus.webm", "vp8-live-tags.webm",
   ])
   func stillsHoldNoPlantedByte(name: String) throws {
     let result = try stills(name)

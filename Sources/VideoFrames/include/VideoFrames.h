@@ -42,7 +42,7 @@ typedef struct {
 
 // Opens `size` bytes at `data` (which must outlive the source). Returns 0, or a negative FFmpeg
 // error with `error` saying what failed. The format must be one of QuickTime/MP4's family and the
-// stream's codec HEVC, H.264, VP9 or AV1.
+// stream's codec HEVC, H.264, VP9, VP8 or AV1.
 int VideoFrames_open(const uint8_t *data, size_t size, VideoFramesOptions options,
                      VideoFramesSource **source, char *error, size_t error_size);
 
