@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "HTTP", targets: ["HTTP"]),
     .library(name: "ImagePipeline", targets: ["ImagePipeline"]),
     .library(name: "ImageContainers", targets: ["ImageContainers"]),
+    .library(name: "MovieContainers", targets: ["MovieContainers"]),
     // The client an app drops in (Foundation only; no server code): see docs/client.md.
     .library(name: "AttachdKit", targets: ["AttachdKit"]),
   ],

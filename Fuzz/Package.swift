@@ -10,6 +10,7 @@ let fuzzers: [(name: String, module: String)] = [
   ("FuzzHEIFBoxes", "ImagePipeline"),
   ("FuzzHEIFDecode", "ImagePipeline"),
   ("FuzzPNGChunks", "ImageContainers"),
+  ("FuzzMovieOutline", "MovieContainers"),
 ]
 
 // SwiftPM names a path dependency after its directory, not its manifest: a checkout in a folder
