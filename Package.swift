@@ -171,6 +171,7 @@ let package = Package(
       name: "SandboxTests", dependencies: ["Sandbox", "PipelineSandbox", "ImagePipeline", "TestSupport"]),
     // AttachdKit against the built `attachd serve` on a real port (and through HAProxy).
     .testTarget(name: "AttachdKitTests", dependencies: ["AttachdKit", "TestSupport"]),
-    .testTarget(name: "AppTests", dependencies: ["App", "Uploads", "TestSupport", "AttachdTesting"]),
+    .testTarget(
+      name: "AppTests", dependencies: ["App", "Uploads", "TestSupport", "AttachdTesting", "MovieContainers"]),
   ]
 )

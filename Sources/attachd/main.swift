@@ -19,6 +19,8 @@ enum CLI {
                                  turn one image into a clean JPEG
       stills IN DIR [--max-edge N] [--frames MIN-MAX] [--no-sandbox]
                                  a video's poster and frames as clean JPEGs
+      rendition IN OUT.mp4 [--max-edge N] [--no-sandbox]
+                                 a video as a clean H.264 + AAC MP4
       inspect IN                 describe an image as JSON
       keys new --tenant T --scopes upload,read[,delete]
                                  print a new API key and its config entry
@@ -51,6 +53,7 @@ enum CLI {
     case "serve": return ServeCommand.run(rest)
     case "process": return ProcessCommand.run(rest)
     case "stills": return StillsCLI.run(rest)
+    case "rendition": return RenditionCLI.run(rest)
     case "inspect": return InspectCommand.run(rest)
     case "keys": return KeysCommand.run(rest)
     case "tokens": return TokensCommand.run(rest)

@@ -1,5 +1,6 @@
 import Foundation
 import ImageCodecs
+import MovieContainers
 import TestSupport
 import Testing
 
@@ -33,5 +34,24 @@ import Testing
     #expect(result.status == 65)
     #expect(result.stderr == "attachd: video_too_long: the video is 7200 s long, longer than allowed\n")
     #expect(!FileManager.default.fileExists(atPath: directory))
+  }
+
+  /// `attachd rendition`: a portrait HEVC movie becomes an upright H.264 MP4 in the sandbox; a
+  /// file with no video leaves nothing and says why.
+  @Test func renditionMakesAnUprightMP4OrNothing() throws {
+    let directory = try ScratchSpace.directory("attachd-rendition")
+    let input = VideoFixtures.folder.directory.appendingPathComponent("hevc-rot90.mov").path
+    let made = try ProcessBinaryTests.run(["rendition", input, directory + "/out.mp4"])
+    #expect(made.status == 0, "\(made.stderr)")
+    let mp4 = [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/out.mp4")))
+    try MovieOutputCheck.verify(mp4)
+    let video = try #require(try MovieOutlineReader.read(mp4).videoTrack)
+    #expect(
+      video.codec == .h264 && (video.codedWidth, video.codedHeight) == (108, 192) && video.orientation == .up)
+    let audioOnly = VideoFixtures.folder.directory.appendingPathComponent("audio-only.m4a").path
+    let refused = try ProcessBinaryTests.run(["rendition", audioOnly, directory + "/none.mp4"])
+    #expect(refused.status == 65)
+    #expect(refused.stderr.hasPrefix("attachd: video_no_video_track: "))
+    #expect(!FileManager.default.fileExists(atPath: directory + "/none.mp4"))
   }
 }
