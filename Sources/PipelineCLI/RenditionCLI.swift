@@ -15,34 +15,16 @@ public enum RenditionCLI {
     _ arguments: [String], stderr: (String) -> Void = CLIOutput.standardError,
     stdout: (String) -> Void = CLIOutput.standardOutput
   ) -> Int32 {
-    var settings = VideoRenditionSettings()
-    var positional: [String] = []
-    var sandboxed = true
-    var i = 0
-    while i < arguments.count {
-      switch arguments[i] {
-      case "--no-sandbox":
-        sandboxed = false
-        i += 1
-      case "--max-edge":
-        guard i + 1 < arguments.count, let value = Int(arguments[i + 1]), (16...4096).contains(value) else {
-          stderr("attachd: usage: --max-edge needs a number from 16 to 4096\n\(usage)")
-          return ProcessCLI.exitUsage
-        }
-        settings.maxEdge = value
-        i += 2
-      case let arg where arg.hasPrefix("--"):
-        stderr("attachd: usage: unknown option \(arg)\n\(usage)")
-        return ProcessCLI.exitUsage
-      case let arg:
-        positional.append(arg)
-        i += 1
-      }
-    }
-    guard positional.count == 2 else {
-      stderr("attachd: usage: \(usage)")
+    let parsed: VideoArguments
+    switch VideoArguments.parse(arguments, maxEdges: 16...4096, takesFrames: false) {
+    case .success(let value): parsed = value
+    case .failure(let wrong):
+      stderr(wrong.text(usage: usage))
       return ProcessCLI.exitUsage
     }
+    var settings = VideoRenditionSettings()
+    if let edge = parsed.maxEdge { settings.maxEdge = edge }
+    let (positional, sandboxed) = (parsed.positional, parsed.sandboxed)
     guard let data = FileManager.default.contents(atPath: positional[0]) else {
       stderr("attachd: no_input: cannot read \(positional[0])")
       return ProcessCLI.exitNoInput

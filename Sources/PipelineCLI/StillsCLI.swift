@@ -16,45 +16,17 @@ public enum StillsCLI {
     _ arguments: [String], stderr: (String) -> Void = CLIOutput.standardError,
     stdout: (String) -> Void = CLIOutput.standardOutput
   ) -> Int32 {
-    var settings = VideoStillsSettings()
-    var positional: [String] = []
-    var sandboxed = true
-    var i = 0
-    while i < arguments.count {
-      let arg = arguments[i]
-      switch arg {
-      case "--no-sandbox":
-        sandboxed = false
-        i += 1
-      case "--max-edge":
-        guard i + 1 < arguments.count, let value = Int(arguments[i + 1]), (16...8192).contains(value) else {
-          stderr("attachd: usage: --max-edge needs a number from 16 to 8192\n\(usage)")
-          return ProcessCLI.exitUsage
-        }
-        settings.maxEdge = value
-        i += 2
-      case "--frames":
-        let bounds =
-          i + 1 < arguments.count ? arguments[i + 1].split(separator: "-").compactMap { Int($0) } : []
-        guard bounds.count == 2, 1 <= bounds[0], bounds[0] <= bounds[1], bounds[1] <= 64 else {
-          stderr("attachd: usage: --frames needs MIN-MAX, 1 ≤ MIN ≤ MAX ≤ 64\n\(usage)")
-          return ProcessCLI.exitUsage
-        }
-        (settings.minimumFrames, settings.maximumFrames) = (bounds[0], bounds[1])
-        i += 2
-      default:
-        guard !arg.hasPrefix("--") else {
-          stderr("attachd: usage: unknown option \(arg)\n\(usage)")
-          return ProcessCLI.exitUsage
-        }
-        positional.append(arg)
-        i += 1
-      }
-    }
-    guard positional.count == 2 else {
-      stderr("attachd: usage: \(usage)")
+    let parsed: VideoArguments
+    switch VideoArguments.parse(arguments, maxEdges: 16...8192, takesFrames: true) {
+    case .success(let value): parsed = value
+    case .failure(let wrong):
+      stderr(wrong.text(usage: usage))
       return ProcessCLI.exitUsage
     }
+    var settings = VideoStillsSettings()
+    if let edge = parsed.maxEdge { settings.maxEdge = edge }
+    if let frames = parsed.frames { (settings.minimumFrames, settings.maximumFrames) = frames }
+    let (positional, sandboxed) = (parsed.positional, parsed.sandboxed)
     let (input, directory) = (positional[0], positional[1])
     guard let data = FileManager.default.contents(atPath: input) else {
       stderr("attachd: no_input: cannot read \(input)")
