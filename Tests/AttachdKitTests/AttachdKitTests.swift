@@ -181,36 +181,55 @@ struct AttachdKitTests {
   }
 
   @Test(arguments: [false, true]) func anExpiredTokenIsRefreshedOnce(haproxy: Bool) async throws {
-    let secret = try ScratchSpace.directory("attachdkit-secret") + "/secret"
-    try Data((0..<48).map { _ in "0123456789abcdef".randomElement()! }.map { $0.asciiValue! }).write(
-      to: URL(fileURLWithPath: secret))
-    let server = try LiveAttachd(environment: [
-      "ATTACHD_TOKEN_KEYS": #"[{"tenant":"acme","iss":"acme","alg":"HS256","secret_file":"\#(secret)"}]"#,
-      "ATTACHD_TOKEN_LEEWAY": "0",
-    ])
+    let issuer = try TokenIssuer()
+    let server = try LiveAttachd(environment: issuer.environment)
     let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
-    let binary = try #require(LiveAttachd.binary)
-    @Sendable func mint(ttl: Int) throws -> String {
-      try ChildProcess.run(
-        binary,
-        [
-          "tokens", "mint", "--key", secret, "--iss", "acme", "--sub", "user-1", "--scope", "upload read",
-          "--ttl", String(ttl),
-        ]
-      ).output.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
     // The first token is about to expire (1 s); it has when the upload starts.
-    let first = try mint(ttl: 1)
+    let first = try issuer.mint(ttl: 1)
     try await Task.sleep(nanoseconds: 2_100_000_000)
-    let calls = Progress()
+    let calls = Counter()
     let base = proxy.map { URL(string: "http://127.0.0.1:\($0.port)")! } ?? server.baseURL
     let client = AttachdClient(baseURL: base) {
-      calls.record(calls.last + 1, 0)
-      return calls.last == 1 ? first : try mint(ttl: 600)
+      calls.next() == 1 ? first : try issuer.mint(ttl: 600)
     }
     let attachment = try await client.upload(file: Self.jpeg)
     #expect(attachment.owner == "user-1")
-    #expect(calls.last == 2)
+    #expect(calls.value == 2)
+    _ = proxy
+  }
+
+  /// The token runs out between two appends of a resumable upload: the next request is answered
+  /// `401 token_expired` (or its connection closed under its body), the client fetches one fresh
+  /// token and the upload goes on to one attachment.
+  @Test(arguments: [false, true]) func aTokenThatExpiresMidUploadIsRefreshedOnce(haproxy: Bool) async throws {
+    let issuer = try TokenIssuer()
+    let server = try LiveAttachd(environment: issuer.environment)
+    let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
+    let file = try Self.paddedJPEG(4_000_000)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let base = proxy.map { URL(string: "http://127.0.0.1:\($0.port)")! } ?? server.baseURL
+    // 3 s: time for the creation and the first append on a loaded machine, and then it runs out.
+    let first = try issuer.mint(ttl: 3)
+    let expiry = try #require(TokenIssuer.expiry(of: first))
+    let calls = Counter()
+    let client = AttachdClient(baseURL: base, chunkSize: 1 << 20, retry: RetryPolicy(initialDelay: 0.05)) {
+      calls.next() == 1 ? first : try issuer.mint(ttl: 600)
+    }
+    let waits = Counter()
+    let firstChunkInTime = Counter()
+    let attachment = try await client.upload(file: file) { sent, _ in
+      // After the first append: hold the upload until the token has run out (blocking this one
+      // task is the point; the server's clock counts whole seconds, `now >= exp` is expired).
+      guard sent >= 1 << 20, waits.next() == 1 else { return }
+      if Date().timeIntervalSince1970 < expiry { _ = firstChunkInTime.next() }
+      while Date().timeIntervalSince1970 < expiry + 0.3 { usleep(20_000) }
+    }
+    #expect(firstChunkInTime.value == 1, "the first append went with the first token")
+    #expect(calls.value == 2)
+    #expect(attachment.owner == "user-1")
+    #expect(attachment.source.bytes == 4_000_000 + (try Data(contentsOf: Self.jpeg).count))
+    #expect(try await server.storedObjects() == 1)
+    #expect(try await server.metric(#"attachd_rejections_total{code="token_expired"}"#) == 1)
     _ = proxy
   }
 
@@ -228,6 +247,20 @@ struct AttachdKitTests {
     #expect(
       try properties((record?["properties"] as? [String: Any])?["source"]) == Attachment.Source.jsonKeys)
     #expect(try properties(schemas["ProfileImage"]) == Attachment.ProfileImage.jsonKeys)
+  }
+}
+
+/// Counts calls from any thread.
+final class Counter: @unchecked Sendable {
+  private let lock = NSLock()
+  private var count = 0
+  var value: Int { lock.withLock { count } }
+  /// One more; returns the new count.
+  func next() -> Int {
+    lock.withLock {
+      count += 1
+      return count
+    }
   }
 }
 
