@@ -56,17 +56,11 @@ struct Transport: Sendable {
   ) {
     do {
       let (data, response): (Data, URLResponse)
-      #if canImport(Darwin)
-        if let file {
-          (data, response) = try await session.upload(for: request, fromFile: file, delegate: progress)
-        } else {
-          (data, response) = try await session.data(for: request, delegate: progress)
-        }
-      #else
-        // Linux: only the chunked uploads come here, their bodies in `request.httpBody`.
-        precondition(file == nil, "file bodies are sent by the system only on Apple platforms")
+      if let file {
+        (data, response) = try await session.upload(for: request, fromFile: file, delegate: progress)
+      } else {
         (data, response) = try await session.data(for: request)
-      #endif
+      }
       guard let http = response as? HTTPURLResponse else {
         throw AttachdError(status: 0, code: "invalid_response")
       }

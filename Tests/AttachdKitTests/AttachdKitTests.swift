@@ -86,7 +86,50 @@ struct AttachdKitTests {
     #expect(attachment.source.bytes == Int(progress.total))
   }
 
-  @Test(arguments: [false, true]) func aCutConnectionResumesFromTheServersOffset(haproxy: Bool) async throws {
+  /// Three files in one multipart request, the body put together on disk: two stored with the
+  /// profile, a text file refused with its own problem; the resident set grows by far less than
+  /// the body.
+  @Test func aMultipartUploadStreamsItsFilesFromDisk() async throws {
+    let server = try LiveAttachd(environment: ["ATTACHD_MAX_UPLOAD_BYTES": String(128 << 20)])
+    let big = try Self.paddedJPEG(64_000_000)
+    let text = URL(fileURLWithPath: ScratchSpace.file("attachdkit-notes", suffix: ".txt"))
+    try Data("not an image\n".utf8).write(to: text)
+    defer { for file in [big, text] { try? FileManager.default.removeItem(at: file) } }
+    let client = Self.client(server.baseURL)
+    // A first small upload from a file: what the first use of `URLSession` costs (its threads,
+    // libcurl's buffers) is not what this measures.
+    _ = try await client.uploadMultipart(files: [Self.jpeg])
+    let progress = Progress()
+    let before = ResidentMemory.current()
+    let (result, peak) = await ResidentMemory.peak {
+      await Result(catching: {
+        try await client.uploadMultipart(files: [Self.jpeg, big, text], profile: "openai") {
+          progress.record($0, $1)
+        }
+      })
+    }
+    print("AttachdKit: 64 MB multipart upload, resident set growth \((peak - before) >> 10) KiB")
+    let answers = try result.get()
+    #expect(answers.count == 3)
+    let stored = answers.compactMap { try? $0.get() }
+    #expect(stored.count == 2)
+    #expect(stored.allSatisfy { $0.profile == "openai" && $0.id.hasPrefix("att_") })
+    #expect(stored.last?.source.bytes == 64_000_000 + (try Data(contentsOf: Self.jpeg).count))
+    guard case .failure(let refusal) = answers.last else {
+      Issue.record("the text part must be refused")
+      return
+    }
+    #expect(refusal.status == 415 && refusal.code == "unsupported_format")
+    #expect(progress.last == progress.total && progress.total > 64_000_000)
+    #expect(peak - before <= 16 << 20)
+    // The temporary body is gone.
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())
+      .filter { $0.hasSuffix(".multipart") && $0.hasPrefix("attachdkit-") }
+    #expect(leftovers.isEmpty)
+  }
+
+  @Test(arguments: [false, true], [ResumableProtocol.ietfDraft, .tus])
+  func aCutConnectionResumesFromTheServersOffset(haproxy: Bool, resumable: ResumableProtocol) async throws {
     // The cut may land just after a request's head: FoundationNetworking's libcurl then resends
     // the head alone on a new connection and the server times its body out (408, retried after
     // the offset is asked); a short body timeout keeps that case quick.
@@ -95,12 +138,24 @@ struct AttachdKitTests {
     let front = try TCPFront(upstream: proxy?.port ?? server.port, cutAfter: 1_500_000)
     let file = try Self.paddedJPEG(3_000_000)
     defer { try? FileManager.default.removeItem(at: file) }
-    let attachment = try await Self.client(URL(string: "http://127.0.0.1:\(front.port)")!, chunkSize: 1 << 20)
-      .upload(file: file)
+    let client = AttachdClient(
+      baseURL: URL(string: "http://127.0.0.1:\(front.port)")!, chunkSize: 1 << 20,
+      resumableProtocol: resumable,
+      retry: RetryPolicy(initialDelay: 0.05)
+    ) { LiveAttachd.key }
+    let progress = Progress()
+    let attachment = try await client.upload(file: file, profile: "anthropic") { progress.record($0, $1) }
     #expect(front.counts.cuts == 1)
     #expect(front.counts.connections >= 2)
     #expect(attachment.id.hasPrefix("att_"))
+    #expect(attachment.profile == "anthropic")
+    #expect(attachment.source.bytes == Int(progress.total))
     #expect(try await server.storedObjects() == 1)
+    // The appends went where the protocol says.
+    let route = resumable == .tus ? "/v1/tus/{id}" : "/v1/uploads/{id}"
+    let appends = try await server.metricTotal(
+      #"attachd_http_requests_total{route="\#(route)",method="PATCH""#)
+    #expect(appends >= 3)
     _ = proxy
   }
 
