@@ -128,6 +128,23 @@ struct AttachdKitTests {
     #expect(leftovers.isEmpty)
   }
 
+  /// What docs/client.md says of Live Photos: the server has no request for a still and its
+  /// paired movie today, and a multipart upload of both stores the still and refuses the movie.
+  /// When this fails, the server takes movies: the client's Live Photo call is due.
+  @Test func aLivePhotosMovieIsRefusedTodayAndItsStillStored() async throws {
+    let server = try LiveAttachd()
+    let movie = Self.jpeg.deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("video/hevc-rot90-mirror.mov")
+    let answers = try await Self.client(server.baseURL).uploadMultipart(files: [Self.jpeg, movie])
+    #expect(answers.count == 2)
+    #expect((try? answers.first?.get())?.id.hasPrefix("att_") == true)
+    guard case .failure(let refusal) = answers.last else {
+      Issue.record("the movie was taken: the server now stores videos")
+      return
+    }
+    #expect(refusal.status == 415 && refusal.code == "unsupported_format")
+  }
+
   @Test(arguments: [false, true], [ResumableProtocol.ietfDraft, .tus])
   func aCutConnectionResumesFromTheServersOffset(haproxy: Bool, resumable: ResumableProtocol) async throws {
     // The cut may land just after a request's head: FoundationNetworking's libcurl then resends
@@ -217,13 +234,16 @@ struct AttachdKitTests {
     _ = proxy
   }
 
-  @Test(arguments: [false, true]) func aCancelledUploadStoresNothing(haproxy: Bool) async throws {
+  @Test(arguments: [false, true], [ResumableProtocol.ietfDraft, .tus])
+  func aCancelledUploadStoresNothing(haproxy: Bool, resumable: ResumableProtocol) async throws {
     let server = try LiveAttachd()
     let proxy = try haproxy ? HAProxy(backends: [server.port]) : nil
     let file = try Self.paddedJPEG(40_000_000)
     defer { try? FileManager.default.removeItem(at: file) }
     let base = proxy.map { URL(string: "http://127.0.0.1:\($0.port)")! } ?? server.baseURL
-    let client = Self.client(base, chunkSize: 1 << 20)
+    let client = AttachdClient(
+      baseURL: base, chunkSize: 1 << 20, resumableProtocol: resumable, retry: RetryPolicy(initialDelay: 0.05)
+    ) { LiveAttachd.key }
     let progress = Progress()
     let task = Task { try await client.upload(file: file) { progress.record($0, $1) } }
     while progress.last < 3 << 20 { try await Task.sleep(nanoseconds: 5_000_000) }
