@@ -86,6 +86,35 @@ struct AttachdKitTests {
     #expect(attachment.source.bytes == Int(progress.total))
   }
 
+  /// A 48 MP HEIC from disk, as the picker gives it: a resumable upload in 1 MiB appends while
+  /// the resident set is sampled; the server decodes it whole.
+  @Test(.enabled(if: PhoneHEIC.missing == nil, "skipped: \(PhoneHEIC.missing ?? "")"))
+  func a48MPHEICGoesFromDiskWithFlatMemory() async throws {
+    let photo = try PhoneHEIC.file()
+    let size = try #require(try FileManager.default.attributesOfItem(atPath: photo.path)[.size] as? NSNumber)
+    let server = try LiveAttachd()
+    let client = AttachdClient(baseURL: server.baseURL) { LiveAttachd.key }
+    let progress = Progress()
+    let before = ResidentMemory.current()
+    let (result, peak) = await ResidentMemory.peak {
+      await Result(catching: {
+        try await client.upload(file: photo, profile: "anthropic") { progress.record($0, $1) }
+      })
+    }
+    print(
+      "AttachdKit: 48 MP HEIC (\(size.intValue >> 10) KiB), resident set growth \((peak - before) >> 10) KiB"
+    )
+    let attachment = try result.get()
+    #expect(attachment.source.format.lowercased().hasPrefix("hei"))
+    #expect(attachment.source.width * attachment.source.height == 8064 * 6048)
+    #expect(attachment.source.bytes == size.intValue)
+    // The stored image fits 2048 px; the record's top level describes the profile asked for.
+    #expect(attachment.profiles["default"].map { max($0.width, $0.height) } == 2048)
+    #expect(attachment.profile == "anthropic" && max(attachment.width, attachment.height) < 2048)
+    #expect(progress.last == size.int64Value)
+    #expect(peak - before <= 16 << 20)
+  }
+
   /// Three files in one multipart request, the body put together on disk: two stored with the
   /// profile, a text file refused with its own problem; the resident set grows by far less than
   /// the body.
