@@ -275,7 +275,11 @@ struct AttachdKitTests {
     ) { LiveAttachd.key }
     let progress = Progress()
     let task = Task { try await client.upload(file: file) { progress.record($0, $1) } }
-    while progress.last < 3 << 20 { try await Task.sleep(nanoseconds: 5_000_000) }
+    let deadline = Date().addingTimeInterval(30)
+    while progress.last < 3 << 20 {
+      try #require(Date() < deadline, "the upload did not reach 3 MiB in 30 s")
+      try await Task.sleep(nanoseconds: 5_000_000)
+    }
     task.cancel()
     await #expect(throws: CancellationError.self) { try await task.value }
     // The client said DELETE: no attachment was made, and the upload is gone.
