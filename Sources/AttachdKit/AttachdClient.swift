@@ -13,7 +13,7 @@ import Foundation
 public final class AttachdClient: Sendable {
   public let baseURL: URL
   /// Bytes read from the file and sent per request. A file up to this size goes in one plain
-  /// `POST`; a larger one as a resumable upload (IETF draft, interop 8) of appends this size, so
+  /// `POST`; a larger one as a resumable upload (`resumableProtocol`) of appends this size, so
   /// memory stays at one chunk whatever the file's size, and a dropped connection loses at most
   /// one chunk.
   public let chunkSize: Int
