@@ -13,21 +13,24 @@ import Foundation
 public final class AttachdClient: Sendable {
   public let baseURL: URL
   /// Bytes read from the file and sent per request. A file up to this size goes in one plain
-  /// `POST`; a larger one as a resumable upload (IETF draft, interop 8) of appends this size, so
+  /// `POST`; a larger one as a resumable upload (`resumableProtocol`) of appends this size, so
   /// memory stays at one chunk whatever the file's size, and a dropped connection loses at most
   /// one chunk.
   public let chunkSize: Int
+  /// What the package's own resumable client speaks for files over `chunkSize`.
+  public let resumableProtocol: ResumableProtocol
   let transport: Transport
 
   /// `tokenProvider` returns a credential (an upload token, or a tenant key on a server): it is
   /// called for the first request and once more when the server answers `401 token_expired`.
   public init(
-    baseURL: URL, chunkSize: Int = 1 << 20, retry: RetryPolicy = RetryPolicy(),
-    session: URLSession = URLSession(configuration: .ephemeral),
+    baseURL: URL, chunkSize: Int = 1 << 20, resumableProtocol: ResumableProtocol = .ietfDraft,
+    retry: RetryPolicy = RetryPolicy(), session: URLSession = URLSession(configuration: .ephemeral),
     tokenProvider: @escaping @Sendable () async throws -> String
   ) {
     self.baseURL = baseURL
     self.chunkSize = max(64 << 10, chunkSize)
+    self.resumableProtocol = resumableProtocol
     self.transport = Transport(session: session, tokens: TokenCache(provider: tokenProvider), retry: retry)
   }
 
@@ -39,22 +42,39 @@ public final class AttachdClient: Sendable {
     file: URL, profile: String? = nil, progress: (@Sendable (Int64, Int64) -> Void)? = nil
   ) async throws -> Attachment {
     let source = try FileSource(url: file)
-    var url = baseURL.appendingPathComponent("v1/attachments")
-    if let profile {
-      var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
-      components.queryItems = [URLQueryItem(name: "profile", value: profile)]
-      url = components.url!
-    }
+    let url = baseURL.appendingPathComponent("v1/attachments").withProfile(profile)
     #if canImport(Darwin)
-      if #available(iOS 17.0, macOS 14.0, *) {
+      if resumableProtocol == .ietfDraft, #available(iOS 17.0, macOS 14.0, *) {
         return try await SystemUpload(transport: transport, url: url, source: source).run(progress: progress)
       }
     #endif
     if source.size <= Int64(chunkSize) {
       return try await PlainUpload(transport: transport, url: url, source: source).run(progress: progress)
     }
+    let dialect: any ResumableDialect =
+      switch resumableProtocol {
+      case .ietfDraft: IETFDraftDialect(creationURL: url, profile: profile)
+      case .tus: TusDialect(creationURL: baseURL.appendingPathComponent("v1/tus"), profile: profile)
+      }
     return try await ResumableUpload(
-      transport: transport, creationURL: url, source: source, chunkSize: chunkSize
+      transport: transport, dialect: dialect, source: source, chunkSize: chunkSize
+    )
+    .run(progress: progress)
+  }
+
+  /// Uploads `files` in one `multipart/form-data` request (a part named `file` each), streamed
+  /// from disk: the body is put together in a temporary file by copying each file in chunks, and
+  /// sent from that file. Answers one result per file, in order: the attachment, or the
+  /// server's problem for that part. When every part is refused, the first refusal is thrown.
+  /// Not resumable: a lost connection sends the whole body again (with the same
+  /// `Idempotency-Key`).
+  public func uploadMultipart(
+    files: [URL], profile: String? = nil, progress: (@Sendable (Int64, Int64) -> Void)? = nil
+  ) async throws -> [Result<Attachment, AttachdError>] {
+    let sources = try files.map(FileSource.init)
+    return try await MultipartUpload(
+      transport: transport, url: baseURL.appendingPathComponent("v1/attachments").withProfile(profile),
+      sources: sources, chunkSize: chunkSize
     )
     .run(progress: progress)
   }
@@ -83,6 +103,26 @@ public final class AttachdClient: Sendable {
     var request = URLRequest(url: baseURL.appendingPathComponent("v1/attachments/\(id)"))
     request.httpMethod = "DELETE"
     _ = try await transport.send(request)
+  }
+}
+
+/// What the package's own resumable client speaks (on iOS 17+ and macOS 14+, `.ietfDraft` lets
+/// the system's `URLSession` upload the file and resume it itself).
+public enum ResumableProtocol: Sendable, Equatable {
+  /// The IETF *Resumable Uploads for HTTP* draft, interop version 8, at `POST /v1/attachments`.
+  case ietfDraft
+  /// tus 1.0 at `POST /v1/tus` (the protocol of TUSKit and tus-js-client).
+  case tus
+}
+
+extension URL {
+  /// This URL with the `profile` query when a model profile is asked.
+  func withProfile(_ profile: String?) -> URL {
+    guard let profile, var components = URLComponents(url: self, resolvingAgainstBaseURL: false) else {
+      return self
+    }
+    components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "profile", value: profile)]
+    return components.url ?? self
   }
 }
 

@@ -38,19 +38,27 @@ public struct AttachdError: Error, Sendable, Equatable, CustomStringConvertible 
 
   /// The error of a non-2xx answer: its problem body when it has one.
   static func from(status: Int, body: Data, headers: HTTPURLResponse) -> AttachdError {
-    struct Problem: Decodable {
-      let code: String?
-      let title: String?
-      let detail: String?
-    }
-    let problem = try? JSONDecoder().decode(Problem.self, from: body)
+    let problem = (try? JSONDecoder().decode(ProblemBody.self, from: body)) ?? ProblemBody()
     let retryAfter = headers.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
-    return AttachdError(
-      status: status, code: problem?.code ?? "http_\(status)", title: problem?.title, detail: problem?.detail,
-      retryAfter: retryAfter)
+    return problem.error(status: status, retryAfter: retryAfter)
   }
 
   static func connectionLost(_ error: any Error) -> AttachdError {
     AttachdError(status: 0, code: "connection_lost", detail: String(describing: error))
+  }
+}
+
+/// An RFC 9457 problem as attachd writes it (with its stable `code`).
+struct ProblemBody: Decodable {
+  var status: Int?
+  var code: String?
+  var title: String?
+  var detail: String?
+
+  /// The error it describes; `status` is the answer's own when the problem is the whole answer.
+  func error(status answerStatus: Int?, retryAfter: Double?) -> AttachdError {
+    let status = answerStatus ?? self.status ?? 0
+    return AttachdError(
+      status: status, code: code ?? "http_\(status)", title: title, detail: detail, retryAfter: retryAfter)
   }
 }

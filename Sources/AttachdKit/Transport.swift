@@ -54,19 +54,28 @@ struct Transport: Sendable {
   func exchange(_ request: URLRequest, file: URL?, progress: (any URLSessionTaskDelegate)?) async throws -> (
     Data, HTTPURLResponse
   ) {
+    let handle = CancellableTask()
     do {
-      let (data, response): (Data, URLResponse)
-      #if canImport(Darwin)
-        if let file {
-          (data, response) = try await session.upload(for: request, fromFile: file, delegate: progress)
-        } else {
-          (data, response) = try await session.data(for: request, delegate: progress)
+      let (data, response) = try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation {
+          (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+          let finish: @Sendable (Data?, URLResponse?, (any Error)?) -> Void = { data, response, error in
+            if let error { return continuation.resume(throwing: error) }
+            guard let response else { return continuation.resume(throwing: URLError(.badServerResponse)) }
+            continuation.resume(returning: (data ?? Data(), response))
+          }
+          let task =
+            if let file {
+              session.uploadTask(with: request, fromFile: file, completionHandler: finish)
+            } else {
+              session.dataTask(with: request, completionHandler: finish)
+            }
+          task.delegate = progress
+          handle.start(task)
         }
-      #else
-        // Linux: only the chunked uploads come here, their bodies in `request.httpBody`.
-        precondition(file == nil, "file bodies are sent by the system only on Apple platforms")
-        (data, response) = try await session.data(for: request)
-      #endif
+      } onCancel: {
+        handle.cancel()
+      }
       guard let http = response as? HTTPURLResponse else {
         throw AttachdError(status: 0, code: "invalid_response")
       }
@@ -77,6 +86,42 @@ struct Transport: Sendable {
       if Task.isCancelled || (error as? URLError)?.code == .cancelled { throw CancellationError() }
       throw AttachdError.connectionLost(error)
     }
+  }
+}
+
+/// The `URLSessionTask` of one exchange, cancelled when the Swift task is.
+///
+/// Why not `URLSession.data(for:)`'s own cancellation: in swift-corelibs-foundation its
+/// cancellation handler calls `URLSessionTask.cancel()`, which waits for the session's work
+/// queue while the Swift task's status lock is held; when the request completes at that moment,
+/// the work queue resumes the continuation and waits for the same lock — a deadlock (seen in
+/// `aCancelledUploadStoresNothing`, cancelled as an append was answered). Here the cancellation
+/// handler only hands the cancel to another queue and returns.
+final class CancellableTask: @unchecked Sendable {
+  private let lock = NSLock()
+  private var task: URLSessionTask?
+  private var cancelled = false
+
+  /// Resumes `task`, or cancels it when the Swift task was cancelled before it existed.
+  func start(_ task: URLSessionTask) {
+    let cancelled = lock.withLock {
+      self.task = task
+      return self.cancelled
+    }
+    task.resume()
+    if cancelled { Self.cancelLater(task) }
+  }
+
+  func cancel() {
+    let task: URLSessionTask? = lock.withLock {
+      cancelled = true
+      return self.task
+    }
+    if let task { Self.cancelLater(task) }
+  }
+
+  private static func cancelLater(_ task: URLSessionTask) {
+    DispatchQueue.global().async { task.cancel() }
   }
 }
 

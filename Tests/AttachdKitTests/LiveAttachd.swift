@@ -72,9 +72,32 @@ final class LiveAttachd: @unchecked Sendable {
 
   /// The value of the first `/metrics` line that starts with `prefix`.
   func metric(_ prefix: String) async throws -> Double? {
+    try await metricValues(prefix).first
+  }
+
+  /// The sum of the `/metrics` lines that start with `prefix` (a counter over all its other labels).
+  func metricTotal(_ prefix: String) async throws -> Double {
+    try await metricValues(prefix).reduce(0, +)
+  }
+
+  /// `metricTotal(prefix)` once it reaches `target`, or what it is after `seconds`: a request is
+  /// counted when it completes, which can be just after its answer reached the client.
+  func metricTotal(_ prefix: String, reaching target: Double, within seconds: Double = 3) async throws
+    -> Double
+  {
+    let deadline = Date().addingTimeInterval(seconds)
+    var total = try await metricTotal(prefix)
+    while total < target, Date() < deadline {
+      try await Task.sleep(nanoseconds: 50_000_000)
+      total = try await metricTotal(prefix)
+    }
+    return total
+  }
+
+  private func metricValues(_ prefix: String) async throws -> [Double] {
     let (data, _) = try await URLSession.shared.data(from: baseURL.appendingPathComponent("metrics"))
-    let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(prefix) }
-    return line.flatMap { Double($0.split(separator: " ").last ?? "") }
+    return String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix(prefix) }
+      .compactMap { Double($0.split(separator: " ").last ?? "") }
   }
 }
 
