@@ -103,11 +103,12 @@ public final class Application: HTTPHandler {
         }
       let service = AttachmentService(
         store: store, imaging: imaging, access: control, metrics: metrics, options: options,
-        eventLog: eventLog)
+        eventLog: eventLog, volume: readiness.volume)
       attachments = service
       uploads = try Uploads(
         configuration: configuration.uploadsConfiguration(), store: backends.uploads, idempotency: store,
-        host: AttachmentUploadHost(metrics: metrics, eventLog: eventLog), scratchDirectory: directory)
+        host: AttachmentUploadHost(metrics: metrics, eventLog: eventLog, volume: readiness.volume),
+        scratchDirectory: directory)
       self.backends = backends
       sweeper = Sweeper(
         store: store, uploads: backends.uploads, interval: Double(options.sweepInterval), eventLog: eventLog)
@@ -155,8 +156,10 @@ public final class Application: HTTPHandler {
       problem = .notReady(reason: "no decode sandbox: " + (sandbox.lastFailure ?? "its helper is starting"))
     }
     guard let problem else { return Self.ready }
-    if case .notReady(let reason) = problem {
+    switch problem {
+    case .notReady(let reason), .volumeFull(let reason):
       eventLog.warning("not ready", fields: [("request_id", requestID), ("reason", reason)])
+    default: break
     }
     return ErrorTable.response(for: problem, requestID: requestID, log: nil)
   }

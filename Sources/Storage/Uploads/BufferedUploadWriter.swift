@@ -255,11 +255,13 @@ final class BufferedUploadWriter: UploadWriter {
       }
       return (current, wanted)
     } catch let error as StorageError {
-      // Unacknowledged bytes may sit past the committed offset in the spool: the next writer
-      // cuts them off. A failed durability step is not retried (a file's kernel pages may have
-      // been dropped; an object store's part may be half there).
+      // Unacknowledged bytes may sit past the committed offset in the spool: they are cut off
+      // now (on a full disk that space is wanted; the next writer would cut them anyway). A
+      // failed durability step is not retried (a file's kernel pages may have been dropped; an
+      // object store's part may be half there).
       state.withLock { $0.flushing = false }
       if error.code != .preempted {
+        spool.cutBack(to: committed)
         _ = try? spool.commit(from: committed, to: committed, leaseUntil: nil)
       }
       finish(error.code == .preempted ? .preempted : .failed(error), holder: &holder)

@@ -1,0 +1,233 @@
+import AttachdTesting
+import Foundation
+import HTTP
+import TestSupport
+import Testing
+
+@testable import App
+
+/// The data directory on a volume that fills up: a tmpfs of the test's own (8 MiB), filled to
+/// the last block with a filler file. Every upload that needs a byte of disk answers `507`
+/// `storage_full` with `Retry-After`; what was acknowledged before (a resumable upload's offset
+/// and its bytes) stays, readable and intact; nothing half-written is left; stored attachments
+/// are still served; `/readyz` says the volume is full. Once the filler is gone, the same
+/// uploads go through on the same server, and an interrupted one completes into one record.
+@Suite(
+  .serialized, .timeLimit(.minutes(2)),
+  .enabled(if: SmallVolume.canMount, "skipped: this process may not mount a tmpfs (needs root)"))
+struct DiskFullTests {
+  /// Small enough to stay in memory (the blob write is the first write to disk).
+  static let small = TusServer.png(side: 32, seed: 11)
+  /// Over the spool threshold below: spooled to the upload store as it arrives.
+  static let large = TusServer.png(side: 200, seed: 12)
+
+  /// A server whose data directory is a full-able volume: uploads over 64 KiB are spooled,
+  /// through a 16 KiB write buffer.
+  final class FullableServer {
+    let volume: SmallVolume
+    let server: AttachmentServer
+    var data: String { volume.path }
+    var port: Int { server.port }
+
+    init() throws {
+      volume = try SmallVolume(megabytes: 8)
+      do {
+        server = try AttachmentServer { [volume] config in
+          config.storage.dataDirectory = volume.path
+          config.uploads.spoolThreshold = 64 << 10
+          config.uploads.writeBufferBytes = 16 << 10
+        }
+      } catch {
+        volume.unmount()
+        throw error
+      }
+    }
+
+    /// Stops the server, then unmounts: always, whatever the test saw.
+    func stop() {
+      server.stop()
+      volume.unmount()
+    }
+
+    /// One request over the server's socket, with the acme key.
+    func request(_ method: String, _ path: String, _ fields: [(String, String)] = [], body: [UInt8]? = nil)
+      throws -> TestResponse
+    {
+      try server.live.execute(
+        method, path,
+        headers: HTTPHeaders([("Authorization", "Bearer " + AttachmentServer.acmeKey)] + fields),
+        body: body.map { .bytes($0) } ?? .empty)
+    }
+
+    /// A plain upload of `bytes`.
+    func upload(_ bytes: [UInt8]) throws -> TestResponse {
+      try request("POST", "/v1/attachments", body: bytes)
+    }
+
+    /// The stored attachments (rows in the index).
+    func attachments() throws -> Int { try server.app.attachments.store.statistics().attachments }
+
+    /// `/readyz` over the socket.
+    func readiness() throws -> TestResponse { try server.live.execute("GET", "/readyz") }
+
+    /// Waits (at most 5 s) for `/readyz` to answer `status`.
+    func expectReadiness(_ status: Int) throws -> TestResponse {
+      var reply = try readiness()
+      let deadline = Date().addingTimeInterval(5)
+      while reply.status != status && Date() < deadline {
+        usleep(100_000)
+        reply = try readiness()
+      }
+      #expect(reply.status == status, "readyz \(reply.status) \(reply.text)")
+      return reply
+    }
+
+    /// What is left in the data directory that should not be: blob temporary files, readiness
+    /// probe files, and spool files other than `spools` (upload id → its committed offset) or
+    /// of another size.
+    func strays(spools: [String: Int] = [:]) -> [String] {
+      let fileManager = FileManager.default
+      var strays = ((try? fileManager.contentsOfDirectory(atPath: data + "/tmp")) ?? []).map { "tmp/" + $0 }
+      strays += ((try? fileManager.contentsOfDirectory(atPath: data)) ?? []).filter {
+        $0.hasPrefix(".readyz")
+      }
+      for name in (try? fileManager.contentsOfDirectory(atPath: data + "/uploads")) ?? [] {
+        let size = (try? fileManager.attributesOfItem(atPath: data + "/uploads/" + name)[.size] as? Int) ?? -1
+        if spools[name] != size { strays.append("uploads/\(name) (\(size) bytes)") }
+      }
+      return strays
+    }
+  }
+
+  /// A 507 `storage_full` with `Retry-After`.
+  static func expectFull(_ reply: TestResponse, _ what: String) {
+    #expect(reply.status == 507, "\(what): \(reply.status) \(reply.text)")
+    #expect(reply.code == "storage_full", "\(what)")
+    #expect(reply["Retry-After"] == String(ErrorTable.storageFullRetryAfterSeconds), "\(what)")
+    #expect(reply["Content-Type"] == "application/problem+json", "\(what)")
+  }
+
+  @Test func plainUploadsOnAFullVolumeAnswer507AndReadsAndReadinessSaySo() throws {
+    let node = try FullableServer()
+    defer { node.stop() }
+    let stored = try node.upload(TusServer.png(side: 48, seed: 10))
+    #expect(stored.status == 201)
+    let id = try #require(stored.json?["id"] as? String)
+    let image = try node.request("GET", "/v1/attachments/\(id)")
+    #expect(image.status == 200)
+    _ = try node.expectReadiness(200)
+
+    try node.volume.fill()
+    #expect(node.volume.freeBytes == 0)
+    Self.expectFull(try node.upload(Self.small), "in-memory upload (the blob write)")
+    Self.expectFull(try node.upload(Self.large), "spooled upload")
+    #expect(try node.attachments() == 1)
+    #expect(node.strays().isEmpty, "\(node.strays())")
+    // Reads need no space.
+    let again = try node.request("GET", "/v1/attachments/\(id)")
+    #expect(again.status == 200 && again.body == image.body)
+    #expect(try node.request("GET", "/v1/attachments/\(id)/meta").status == 200)
+    let ready = try node.expectReadiness(503)
+    #expect(ready.code == "storage_full")
+    #expect(ready.json?["title"] as? String == "The data directory's volume is full")
+
+    node.volume.free()
+    _ = try node.expectReadiness(200)
+    #expect(try node.upload(Self.small).status == 201)
+    #expect(try node.upload(Self.large).status == 201)
+    #expect(try node.attachments() == 3)
+    #expect(node.strays().isEmpty, "\(node.strays())")
+  }
+
+  @Test func anIETFAppendOnAFullVolumeKeepsTheCommittedOffsetAndResumesOnceFreed() throws {
+    let node = try FullableServer()
+    defer { node.stop() }
+    let body = Self.large
+    let half = body.count / 2
+    let client = ResumableClient(version: 8, key: AttachmentServer.acmeKey, port: node.port)
+    let creation = try TestConnection.live(port: node.port)
+    try creation.send(client.creation(length: half, complete: false, contentType: "image/png"))
+    try creation.send(Array(body[..<half]))
+    let created = try creation.readFinal()
+    creation.close()
+    #expect(created.status == 201)
+    let path = ResumableClient.path(of: try #require(created["Location"]))
+    let id = String(path.split(separator: "/").last!)
+
+    try node.volume.fill()
+    let append = try TestConnection.live(port: node.port)
+    try append.send(client.append(path, offset: half, length: body.count - half))
+    // The answer may come before the whole body is taken.
+    _ = append.sendSome(Array(body[half...]))
+    Self.expectFull(try append.readFinal(), "interop 8 append")
+    append.close()
+    // The acknowledged offset and its bytes stay; nothing past it is kept.
+    let offset = try Self.offset(client, path, port: node.port)
+    #expect(offset == half)
+    let spool = try Data(contentsOf: URL(fileURLWithPath: node.data + "/uploads/" + id))
+    #expect([UInt8](spool) == Array(body[..<half]))
+    #expect(node.strays(spools: [id: half]).isEmpty, "\(node.strays(spools: [id: half]))")
+    #expect(try node.expectReadiness(503).code == "storage_full")
+
+    node.volume.free()
+    let resume = try TestConnection.live(port: node.port)
+    try resume.send(client.append(path, offset: half, length: body.count - half))
+    try resume.send(Array(body[half...]))
+    let completed = try resume.readFinal()
+    resume.close()
+    #expect(completed.status == 201, "\(completed.status) \(completed.text)")
+    let record = try #require(completed.json)
+    #expect(try node.attachments() == 1)
+    #expect(node.strays().isEmpty, "\(node.strays())")
+    let plain = try node.upload(body)
+    let plainRecord = try #require(plain.json)
+    #expect(TusServer.content(record) == TusServer.content(plainRecord))
+    _ = try node.expectReadiness(200)
+  }
+
+  @Test func aTusPatchOnAFullVolumeKeepsTheOffsetAndResumesOnceFreed() throws {
+    let node = try FullableServer()
+    defer { node.stop() }
+    let body = Self.large
+    let half = body.count / 2
+    let tus = [TusServer.tus, TusServer.stream]
+    let created = try node.request(
+      "POST", "/v1/tus",
+      [("Host", "127.0.0.1:\(node.port)"), TusServer.tus, ("Upload-Length", "\(body.count)")])
+    #expect(created.status == 201)
+    let location = try #require(created["Location"])
+    let path = try #require(URL(string: location)?.path)
+    let id = String(path.split(separator: "/").last!)
+    let first = try node.request("PATCH", path, tus + [("Upload-Offset", "0")], body: Array(body[..<half]))
+    #expect(first.status == 204 && first["Upload-Offset"] == "\(half)")
+
+    try node.volume.fill()
+    let refused = try node.request(
+      "PATCH", path, tus + [("Upload-Offset", "\(half)")], body: Array(body[half...]))
+    Self.expectFull(refused, "tus PATCH")
+    #expect(refused["Tus-Resumable"] == "1.0.0")
+    let head = try node.request("HEAD", path, [TusServer.tus])
+    #expect(head.status == 200 && head["Upload-Offset"] == "\(half)")
+    let spool = try Data(contentsOf: URL(fileURLWithPath: node.data + "/uploads/" + id))
+    #expect([UInt8](spool) == Array(body[..<half]))
+    #expect(node.strays(spools: [id: half]).isEmpty, "\(node.strays(spools: [id: half]))")
+
+    node.volume.free()
+    let rest = try node.request(
+      "PATCH", path, tus + [("Upload-Offset", "\(half)")], body: Array(body[half...]))
+    #expect(rest.status == 204 && rest["Upload-Offset"] == "\(body.count)", "\(rest.status) \(rest.text)")
+    #expect(rest["Content-Location"]?.hasPrefix("/v1/attachments/att_") == true)
+    #expect(try node.attachments() == 1)
+    #expect(node.strays().isEmpty, "\(node.strays())")
+  }
+
+  /// The upload's offset as a HEAD reports it.
+  static func offset(_ client: ResumableClient, _ path: String, port: Int) throws -> Int {
+    let connection = try TestConnection.live(port: port)
+    defer { connection.close() }
+    try connection.send(client.offsetRetrieval(path))
+    let head = try connection.readResponse(forHead: true)
+    #expect(head.status == 204 || head.status == 200, "HEAD \(head.status)")
+    return try #require(Int(head["Upload-Offset"] ?? ""))
+  }
+}
