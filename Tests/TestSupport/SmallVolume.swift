@@ -72,6 +72,14 @@ public final class SmallVolume {
     return size
   }
 
+  /// Fills the volume, then gives `bytes` back (rounded to the volume's pages).
+  public func fill(leaving bytes: Int) throws {
+    let size = try fill()
+    guard truncate(fillerPath, off_t(max(0, size - bytes))) == 0 else {
+      throw ChildProcess.Failure(description: "truncate \(fillerPath): errno \(errno)")
+    }
+  }
+
   /// Removes the filler: the volume has room again.
   public func free() {
     unlink(fillerPath)

@@ -264,8 +264,11 @@ final class BufferedUploadWriter: UploadWriter {
         spool.cutBack(to: committed)
         _ = try? spool.commit(from: committed, to: committed, leaseUntil: nil)
       }
-      finish(error.code == .preempted ? .preempted : .failed(error), holder: &holder)
-      throw error
+      // The failure says where the upload stands (a full disk can stop a body after some of
+      // its commits), so that its answer tells the client the offset to resume from.
+      let failure = error.offset == nil ? StorageError(error.code, error.detail, offset: committed) : error
+      finish(error.code == .preempted ? .preempted : .failed(failure), holder: &holder)
+      throw failure
     }
   }
 

@@ -29,13 +29,15 @@ struct DiskFullTests {
     var data: String { volume.path }
     var port: Int { server.port }
 
-    init() throws {
+    /// Commits every `commitBytes` (the default: at the end of each request only).
+    init(commitBytes: Int? = nil) throws {
       volume = try SmallVolume(megabytes: 8)
       do {
         server = try AttachmentServer { [volume] config in
           config.storage.dataDirectory = volume.path
           config.uploads.spoolThreshold = 64 << 10
           config.uploads.writeBufferBytes = 16 << 10
+          if let commitBytes { config.uploads.commitBytes = commitBytes }
         }
       } catch {
         volume.unmount()
@@ -217,6 +219,44 @@ struct DiskFullTests {
       "PATCH", path, tus + [("Upload-Offset", "\(half)")], body: Array(body[half...]))
     #expect(rest.status == 204 && rest["Upload-Offset"] == "\(body.count)", "\(rest.status) \(rest.text)")
     #expect(rest["Content-Location"]?.hasPrefix("/v1/attachments/att_") == true)
+    #expect(try node.attachments() == 1)
+    #expect(node.strays().isEmpty, "\(node.strays())")
+  }
+
+  @Test func aBodyThatFillsTheVolumeHalfWayKeepsWhatWasCommittedAndSaysWhere() throws {
+    let node = try FullableServer(commitBytes: 16 << 10)
+    defer { node.stop() }
+    let body = Self.large
+    try node.volume.fill(leaving: 96 << 10)
+    // Interop 6 puts Upload-Offset on every answer.
+    let client = ResumableClient(version: 6, key: AttachmentServer.acmeKey, port: node.port)
+    let creation = try TestConnection.live(port: node.port)
+    try creation.send(client.creation(length: body.count, contentType: "image/png"))
+    let interim = try creation.readResponse()
+    #expect(interim.status == 104)
+    _ = creation.sendSome(body)
+    let refused = try creation.readFinal()
+    creation.close()
+    Self.expectFull(refused, "interop 6 creation")
+    let told = try #require(Int(refused["Upload-Offset"] ?? ""))
+    // 96 KiB of room: some 16 KiB commits went through before a write found no space (65536
+    // bytes here); the index's own writes take the rest.
+    #expect(told > 0 && told < body.count, "\(told) of \(body.count) bytes committed")
+    let path = ResumableClient.path(of: try #require(interim["Location"]))
+    let id = String(path.split(separator: "/").last!)
+    // What the refusal told is what a HEAD reports and what the spool holds: the client's bytes.
+    #expect(try Self.offset(client, path, port: node.port) == told)
+    let spool = try Data(contentsOf: URL(fileURLWithPath: node.data + "/uploads/" + id))
+    #expect([UInt8](spool) == Array(body[..<told]))
+    #expect(node.strays(spools: [id: told]).isEmpty, "\(node.strays(spools: [id: told]))")
+
+    node.volume.free()
+    let resume = try TestConnection.live(port: node.port)
+    try resume.send(client.append(path, offset: told, length: body.count - told))
+    try resume.send(Array(body[told...]))
+    let completed = try resume.readFinal()
+    resume.close()
+    #expect(completed.status == 201, "\(completed.status) \(completed.text)")
     #expect(try node.attachments() == 1)
     #expect(node.strays().isEmpty, "\(node.strays())")
   }
