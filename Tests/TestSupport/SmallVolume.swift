@@ -47,14 +47,15 @@ public final class SmallVolume {
     return Int(info.f_bavail) * Int(info.f_frsize)
   }
 
-  /// Writes the filler until the volume has no block left (`ENOSPC`); returns its size.
+  /// Writes (more of) the filler until the volume has no block left (`ENOSPC`); returns the
+  /// filler's size.
   @discardableResult
   public func fill() throws -> Int {
     let fd = open(fillerPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw ChildProcess.Failure(description: "open \(fillerPath): errno \(errno)") }
     defer { close(fd) }
     let chunk = [UInt8](repeating: 0xA5, count: 64 << 10)
-    var size = 0
+    var size = Int(lseek(fd, 0, SEEK_END))
     // Smaller and smaller writes take the last partial chunk too.
     var length = chunk.count
     while length > 0 {
