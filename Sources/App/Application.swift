@@ -114,6 +114,9 @@ public final class Application: HTTPHandler {
         store: store, uploads: backends.uploads, interval: Double(options.sweepInterval), eventLog: eventLog)
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
       metrics.registry.onCollect { [weak sandbox] in metrics.sandboxUp.set(sandbox?.layers == nil ? 0 : 1) }
+      metrics.registry.onCollect { [volume = readiness.volume] in
+        metrics.dataVolumeFreeBytes.set(volume.freeBytes() ?? 0)
+      }
     } catch {
       throw StartError(
         description: String(describing: error), isUnavailable: (error as? StorageError)?.code == .unavailable)

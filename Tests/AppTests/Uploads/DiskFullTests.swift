@@ -132,6 +132,9 @@ struct DiskFullTests {
     let ready = try node.expectReadiness(503)
     #expect(ready.code == "storage_full")
     #expect(ready.json?["title"] as? String == "The data directory's volume is full")
+    let metrics = try node.server.live.execute("GET", "/metrics").text
+    #expect(metrics.contains("attachd_data_volume_free_bytes 0\n"))
+    #expect(metrics.contains(#"attachd_rejections_total{code="storage_full"} 2"#))
 
     node.volume.free()
     _ = try node.expectReadiness(200)
