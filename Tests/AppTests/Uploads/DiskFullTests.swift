@@ -147,6 +147,34 @@ struct DiskFullTests {
     #expect(node.strays().isEmpty, "\(node.strays())")
   }
 
+  @Test func aRenditionFirstAskedForOnAFullVolumeIsServedWithoutBeingStored() throws {
+    let node = try FullableServer()
+    defer { node.stop() }
+    // 1000 × 800: OpenAI's rendition (short side 768) differs from the stored image.
+    let pixels = (0..<(1000 * 800)).map { UInt8(truncatingIfNeeded: ($0 % 1000) / 4 + ($0 / 1000) / 8) }
+    let stored = try node.upload(PNGWriter.png(width: 1000, height: 800, colourType: 0, pixels: pixels))
+    #expect(stored.status == 201, "\(stored.status) \(stored.text)")
+    let id = try #require(stored.json?["id"] as? String)
+
+    try node.volume.fill()
+    let made = try node.request("GET", "/v1/attachments/\(id)?profile=openai")
+    #expect(made.status == 200, "\(made.status) \(made.text)")
+    #expect(made["Content-Type"] == "image/jpeg" && made.body.starts(with: [0xFF, 0xD8]))
+    let meta = try node.request("GET", "/v1/attachments/\(id)/meta?profile=openai")
+    #expect(meta.status == 200 && meta.json?["width"] as? Int == 960 && meta.json?["height"] as? Int == 768)
+    let partial = try node.request("GET", "/v1/attachments/\(id)?profile=openai", [("Range", "bytes=0-9")])
+    #expect(partial.status == 206 && partial.body == Array(made.body.prefix(10)))
+    #expect(node.strays().isEmpty, "\(node.strays())")
+    // Nothing was stored: the stored image is the only blob.
+    #expect(try node.server.app.attachments.store.statistics().blobs == 1)
+
+    node.volume.free()
+    // Made again, stored this time: the same bytes under the same validator.
+    let again = try node.request("GET", "/v1/attachments/\(id)?profile=openai")
+    #expect(again.status == 200 && again.body == made.body && again["ETag"] == made["ETag"])
+    #expect(try node.server.app.attachments.store.statistics().blobs == 2)
+  }
+
   @Test func anIETFAppendOnAFullVolumeKeepsTheCommittedOffsetAndResumesOnceFreed() throws {
     let node = try FullableServer()
     defer { node.stop() }
