@@ -101,13 +101,17 @@ public final class Application: HTTPHandler {
           }
         case .inProcessForBenchmarks: InProcessPipeline(pipeline: pipeline)
         }
+      // A `storage_full` answer tells readiness the data directory's volume is full only where
+      // that volume holds the index; with PostgreSQL it may be the database server's disk
+      // (`statvfs` still watches the data directory's temporary files).
+      let fullVolume = backends.isShared ? nil : readiness.volume
       let service = AttachmentService(
         store: store, imaging: imaging, access: control, metrics: metrics, options: options,
-        eventLog: eventLog, volume: readiness.volume)
+        eventLog: eventLog, volume: fullVolume)
       attachments = service
       uploads = try Uploads(
         configuration: configuration.uploadsConfiguration(), store: backends.uploads, idempotency: store,
-        host: AttachmentUploadHost(metrics: metrics, eventLog: eventLog, volume: readiness.volume),
+        host: AttachmentUploadHost(metrics: metrics, eventLog: eventLog, volume: fullVolume),
         scratchDirectory: directory)
       self.backends = backends
       sweeper = Sweeper(

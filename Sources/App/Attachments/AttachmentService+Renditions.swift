@@ -68,7 +68,7 @@ extension AttachmentService {
       } catch let error as StorageError where error.code == .full {
         eventLog.warning(
           "rendition not stored", fields: [("profile", made.profile.rawValue), ("detail", error.description)])
-        volume.noteFull()
+        volume?.noteFull()
         renditions[made.profile.rawValue] = Rendition(
           attachment: record.id, profile: made.profile.rawValue, blob: BlobHash.of(made.jpeg),
           width: made.width, height: made.height, bytes: made.jpeg.count, createdAt: store.now)

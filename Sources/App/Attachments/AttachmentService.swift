@@ -24,8 +24,9 @@ public final class AttachmentService: Sendable {
   public let metrics: AttachdMetrics
   public let options: Application.AttachmentOptions
   let eventLog: EventLog
-  /// Told when an answer says the volume is full (`/readyz`).
-  let volume: VolumeSpace
+  /// Told when an answer says the data directory's volume is full (`/readyz`); nil when a
+  /// full disk may be another server's.
+  let volume: VolumeSpace?
   private let statisticsCache = Mutex<(at: Date, value: IndexStatistics)?>(nil)
 
   /// Seconds `/metrics` reuses storage counts before asking the index again.
@@ -33,7 +34,7 @@ public final class AttachmentService: Sendable {
 
   public init(
     store: AttachmentStore, imaging: any ImageProcessing, access: AccessControl, metrics: AttachdMetrics,
-    options: Application.AttachmentOptions, eventLog: EventLog, volume: VolumeSpace
+    options: Application.AttachmentOptions, eventLog: EventLog, volume: VolumeSpace?
   ) {
     self.store = store
     self.imaging = imaging

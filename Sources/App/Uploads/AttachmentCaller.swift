@@ -91,8 +91,9 @@ final class AttachmentUploadSlot: UploadSlot {
 struct AttachmentUploadHost: UploadHost {
   let metrics: AttachdMetrics
   let eventLog: EventLog
-  /// Told when an answer says the volume is full (`/readyz`).
-  let volume: VolumeSpace
+  /// Told when an answer says the data directory's volume is full (`/readyz`); nil when a
+  /// full disk may be another server's.
+  let volume: VolumeSpace?
 
   func publicError(for error: any Error) -> PublicError { ErrorTable.publicError(for: error) }
 
