@@ -104,6 +104,7 @@ struct DiskFullTests {
   /// A 507 `storage_full` with `Retry-After`.
   static func expectFull(_ reply: TestResponse, _ what: String) {
     #expect(reply.status == 507, "\(what): \(reply.status) \(reply.text)")
+    #expect(reply.head.hasPrefix("HTTP/1.1 507 Insufficient Storage\r\n"), "\(what): \(reply.head)")
     #expect(reply.code == "storage_full", "\(what)")
     #expect(reply["Retry-After"] == String(ErrorTable.storageFullRetryAfterSeconds), "\(what)")
     #expect(reply["Content-Type"] == "application/problem+json", "\(what)")
