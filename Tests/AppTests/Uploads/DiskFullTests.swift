@@ -29,7 +29,7 @@ struct DiskFullTests {
     var data: String { volume.path }
     var port: Int { server.port }
 
-    /// Commits every `commitBytes` (the default: at the end of each request only).
+    /// Commits every `commitBytes` (by default 8 MiB: for these bodies, at the end of each request).
     init(commitBytes: Int? = nil) throws {
       volume = try SmallVolume(megabytes: 8)
       do {
