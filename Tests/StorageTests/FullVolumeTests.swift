@@ -24,6 +24,43 @@ struct FullVolumeTests {
     #expect(try blobs.read(hash, range: nil) == bytes)
   }
 
+  @Test func aKeyWhoseClaimCouldNotBeReleasedOnAFullVolumeRunsAgainOnceFreed() throws {
+    let volume = try SmallVolume(megabytes: 2)
+    defer { volume.unmount() }
+    let store = try AttachmentStore.embedded(
+      directory: volume.path, index: try SQLiteIndex(path: volume.path + "/index.sqlite"))
+    #expect(try store.beginIdempotent(tenant: "acme", key: "k-1", fingerprint: "f") == .started)
+    try volume.fill()
+    // The request failed, and so does giving its claim back: the index's WAL needs a page too.
+    let error = try #require(throws: StorageError.self) {
+      try store.abandonIdempotent(tenant: "acme", key: "k-1")
+    }
+    #expect(error.code == .full, "\(error)")
+    volume.free()
+    // The retry runs at once instead of waiting out the dead claim's 10-minute lease.
+    #expect(try store.beginIdempotent(tenant: "acme", key: "k-1", fingerprint: "f") == .started)
+    // Another request's claim, running within its lease, still holds its key.
+    #expect(try store.beginIdempotent(tenant: "acme", key: "k-1", fingerprint: "f") == .inProgress)
+  }
+
+  @Test func aClaimWhoseReleaseFailedIsNotReleasedPastItsLease() throws {
+    let volume = try SmallVolume(megabytes: 2)
+    defer { volume.unmount() }
+    let clock = TestClock()
+    let index = try SQLiteIndex(path: volume.path + "/index.sqlite")
+    let store = try AttachmentStore.embedded(directory: volume.path, index: index, now: clock.closure)
+    // Another process over the same index, as a node of its own.
+    let other = try AttachmentStore(blobs: store.blobs, index: index, now: clock.closure)
+    #expect(try store.beginIdempotent(tenant: "acme", key: "k-2", fingerprint: "f") == .started)
+    try volume.fill()
+    #expect(throws: StorageError.self) { try store.abandonIdempotent(tenant: "acme", key: "k-2") }
+    volume.free()
+    // Past the lease the key is anyone's: the other node's claim is not this process's to release.
+    clock.advance(by: store.configuration.idempotencyLease + 1)
+    #expect(try other.beginIdempotent(tenant: "acme", key: "k-2", fingerprint: "f") == .started)
+    #expect(try store.beginIdempotent(tenant: "acme", key: "k-2", fingerprint: "f") == .inProgress)
+  }
+
   @Test func anIndexWriteOnAFullVolumeIsFullAndWorksOnceFreed() throws {
     let volume = try SmallVolume(megabytes: 1)
     defer { volume.unmount() }
