@@ -6,6 +6,8 @@ public enum AppError: Error, Sendable, Equatable {
   case methodNotAllowed(allow: [String])
   /// Storage cannot take writes; `reason` goes to the log only.
   case notReady(reason: String)
+  /// The data directory's volume is full; `reason` goes to the log only.
+  case volumeFull(reason: String)
   /// The server is shutting down and takes no new work.
   case draining
   /// A `Range` outside the image of `size` bytes (416).

@@ -101,18 +101,26 @@ public final class Application: HTTPHandler {
           }
         case .inProcessForBenchmarks: InProcessPipeline(pipeline: pipeline)
         }
+      // A `storage_full` answer tells readiness the data directory's volume is full only where
+      // that volume holds the index; with PostgreSQL it may be the database server's disk
+      // (`statvfs` still watches the data directory's temporary files).
+      let fullVolume = backends.isShared ? nil : readiness.volume
       let service = AttachmentService(
         store: store, imaging: imaging, access: control, metrics: metrics, options: options,
-        eventLog: eventLog)
+        eventLog: eventLog, volume: fullVolume)
       attachments = service
       uploads = try Uploads(
         configuration: configuration.uploadsConfiguration(), store: backends.uploads, idempotency: store,
-        host: AttachmentUploadHost(metrics: metrics, eventLog: eventLog), scratchDirectory: directory)
+        host: AttachmentUploadHost(metrics: metrics, eventLog: eventLog, volume: fullVolume),
+        scratchDirectory: directory)
       self.backends = backends
       sweeper = Sweeper(
         store: store, uploads: backends.uploads, interval: Double(options.sweepInterval), eventLog: eventLog)
       metrics.registry.onCollect { [weak service] in service?.refreshGauges() }
       metrics.registry.onCollect { [weak sandbox] in metrics.sandboxUp.set(sandbox?.layers == nil ? 0 : 1) }
+      metrics.registry.onCollect { [volume = readiness.volume] in
+        metrics.dataVolumeFreeBytes.set(volume.freeBytes() ?? 0)
+      }
     } catch {
       throw StartError(
         description: String(describing: error), isUnavailable: (error as? StorageError)?.code == .unavailable)
@@ -155,8 +163,10 @@ public final class Application: HTTPHandler {
       problem = .notReady(reason: "no decode sandbox: " + (sandbox.lastFailure ?? "its helper is starting"))
     }
     guard let problem else { return Self.ready }
-    if case .notReady(let reason) = problem {
+    switch problem {
+    case .notReady(let reason), .volumeFull(let reason):
       eventLog.warning("not ready", fields: [("request_id", requestID), ("reason", reason)])
+    default: break
     }
     return ErrorTable.response(for: problem, requestID: requestID, log: nil)
   }

@@ -12,6 +12,11 @@ import Uploads
 public enum ErrorTable {
   /// Seconds a client is asked to wait after a 503.
   public static let retryAfterSeconds = 5
+  /// Seconds a client is asked to wait after a 507: someone has to free space first, which
+  /// takes minutes rather than seconds, and a phone retrying every 5 s only spends its battery.
+  public static let storageFullRetryAfterSeconds = 60
+  /// The code of a full volume (507 to an upload, 503 from `/readyz`).
+  public static let storageFullCode = "storage_full"
 
   /// The public face of `error`; anything without a row is a 500 `internal_error`.
   public static func publicError(for error: any Error) -> PublicError {
@@ -112,6 +117,12 @@ public enum ErrorTable {
       retryLater("storage_busy", "Storage busy")
     case .unavailable:
       retryLater("storage_unavailable", "Storage unavailable")
+    // RFC 4918's Insufficient Storage: the server, not the request, lacks the space. Nothing
+    // of this request was acknowledged; what was acknowledged before (an upload's offset) stays.
+    case .full:
+      PublicError(
+        status: 507, code: storageFullCode, title: "The server's storage is full",
+        headers: ["Retry-After": String(storageFullRetryAfterSeconds)])
     // Another tenant's upload, an expired one and a malformed id look the same.
     case .notFound: PublicError(status: 404, code: "not_found", title: "Not found")
     case .offsetMismatch:
@@ -154,6 +165,8 @@ public enum ErrorTable {
         headers: ["Allow": allow.joined(separator: ", ")])
     case .notReady:
       retryLater("not_ready", "Storage is not writable")
+    case .volumeFull:
+      retryLater(storageFullCode, "The data directory's volume is full")
     case .draining:
       retryLater("draining", "Server is shutting down")
     }
@@ -262,20 +275,29 @@ public enum ErrorTable {
   /// The problem+json response for `error`. Errors that are not the client's doing (5xx and
   /// unknown errors) are logged with their full description and the request id.
   public static func response(for error: any Error, requestID: String, log: EventLog?) -> HTTPResponse {
-    problemResponse(publicError(for: error), for: error, requestID: requestID, log: log, metrics: nil)
+    problemResponse(
+      publicError(for: error), for: error, requestID: requestID, log: log, metrics: nil, volume: nil)
   }
 
   /// The problem+json response for `entry`, the row of `error` (or a row an upload protocol
-  /// dressed): counted by its code in `metrics`, and, for a 5xx, `error`'s full description
-  /// logged with the request id (never sent).
+  /// dressed): counted (`countRejection`), and, for a 5xx, `error`'s full description logged
+  /// with the request id (never sent).
   static func problemResponse(
-    _ entry: PublicError, for error: any Error, requestID: String, log: EventLog?, metrics: AttachdMetrics?
+    _ entry: PublicError, for error: any Error, requestID: String, log: EventLog?, metrics: AttachdMetrics?,
+    volume: VolumeSpace?
   ) -> HTTPResponse {
     if entry.status >= 500 {
       log?.error("request failed", requestID: requestID, code: entry.code, detail: String(describing: error))
     }
-    metrics?.recordRejection(code: entry.code)
+    countRejection(entry, metrics: metrics, volume: volume)
     return problemResponse(entry, requestID: requestID)
+  }
+
+  /// Counts a refusal by its code in `metrics`; a full volume is also told to `volume`, so that
+  /// `/readyz` says so at once.
+  static func countRejection(_ entry: PublicError, metrics: AttachdMetrics?, volume: VolumeSpace?) {
+    metrics?.recordRejection(code: entry.code)
+    if entry.code == storageFullCode { volume?.noteFull() }
   }
 
   /// An `application/problem+json` (RFC 9457) response for a table row; the request id is

@@ -4,15 +4,18 @@ import Synchronization
   import Glibc
 #endif
 
-/// Answers `/readyz`: ready when the data directory takes a new file and the server is not
-/// draining.
+/// Answers `/readyz`: ready when the data directory takes a new file, its volume is not full
+/// and the server is not draining.
 public final class Readiness: Sendable {
   public let dataDirectory: String
+  /// The data directory's volume: full or not (told by every `storage_full` answer).
+  public let volume: VolumeSpace
   private let drainingCheck = Mutex<(@Sendable () -> Bool)?>(nil)
   private let probeCounter = Atomic<UInt64>(0)
 
   public init(dataDirectory: String) {
     self.dataDirectory = dataDirectory
+    self.volume = VolumeSpace(path: dataDirectory)
   }
 
   /// Tells readiness how to learn that the server is draining (set once the server exists).
@@ -23,6 +26,8 @@ public final class Readiness: Sendable {
   /// Nil when ready, else why not.
   public func check() -> AppError? {
     if let isDraining = drainingCheck.withLock({ $0 }), isDraining() { return .draining }
+    // Before the probe: an empty file still fits on a full volume.
+    if let reason = volume.problem() { return .volumeFull(reason: reason) }
     return probeWrite()
   }
 

@@ -183,6 +183,8 @@ public enum HTTPResponseWriter {
     case 503: "Service Unavailable"
     case 504: "Gateway Timeout"
     case 505: "HTTP Version Not Supported"
+    // RFC 4918: the server's storage is full (`storage_full`).
+    case 507: "Insufficient Storage"
     default: "Unknown"
     }
   }

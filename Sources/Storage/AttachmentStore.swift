@@ -1,5 +1,6 @@
 private import Crypto
 import Foundation
+import Synchronization
 
 /// What the App calls: stores, finds, deletes and sweeps attachments over a blob store and an index.
 ///
@@ -83,6 +84,19 @@ public final class AttachmentStore: Sendable {
   /// The settings in force.
   public let configuration: Configuration
   private let clock: @Sendable () -> Date
+  /// The idempotency claims this process's requests hold, by tenant and key: when each began,
+  /// and whether its release failed (a full disk), so that it is released when its key comes back.
+  private let claims = Mutex<[ClaimedKey: Claim]>([:])
+
+  private struct ClaimedKey: Hashable {
+    var tenant: String
+    var key: String
+  }
+
+  private struct Claim {
+    var began: Date
+    var releaseFailed = false
+  }
 
   /// A store over `blobs` and `index`; `now` is the clock (injected by tests).
   ///
@@ -286,20 +300,50 @@ public final class AttachmentStore: Sendable {
   // MARK: - Idempotency
 
   /// Claims `key` for this tenant's request (see `AttachmentIndex.beginIdempotent`).
+  ///
+  /// A claim of this process whose release failed is released first: its request is over, and
+  /// within the lease it began with no other request can have taken the key (past it the index
+  /// lets the retry run anyway), so the retry need not wait the lease out.
   public func beginIdempotent(tenant: String, key: String, fingerprint: String) throws -> IdempotencyBegin {
-    try index.beginIdempotent(
-      tenant: tenant, key: key, fingerprint: fingerprint, now: clock(),
+    let now = clock()
+    let claimed = ClaimedKey(tenant: tenant, key: key)
+    if let stale = claims.withLock({ $0[claimed] }), stale.releaseFailed {
+      if now.timeIntervalSince(stale.began) < configuration.idempotencyLease {
+        try abandonIdempotent(tenant: tenant, key: key)
+      } else {
+        claims.withLock { $0[claimed] = nil }
+      }
+    }
+    let begun = try index.beginIdempotent(
+      tenant: tenant, key: key, fingerprint: fingerprint, now: now,
       lifetime: configuration.idempotencyLifetime, lease: configuration.idempotencyLease)
+    if begun == .started { claims.withLock { $0[claimed] = Claim(began: now) } }
+    return begun
   }
 
   /// Stores the answer for a claimed key.
   public func completeIdempotent(tenant: String, key: String, response: StoredResponse) throws {
     try index.completeIdempotent(tenant: tenant, key: key, response: response)
+    claims.withLock { $0[ClaimedKey(tenant: tenant, key: key)] = nil }
   }
 
-  /// Releases a claimed key whose request failed, so that a retry can run.
+  /// Releases a claimed key whose request failed, so that a retry can run. When the release
+  /// itself fails (a full disk), the next `beginIdempotent` of the key tries again.
   public func abandonIdempotent(tenant: String, key: String) throws {
-    try index.abandonIdempotent(tenant: tenant, key: key)
+    let claimed = ClaimedKey(tenant: tenant, key: key)
+    do {
+      try index.abandonIdempotent(tenant: tenant, key: key)
+      claims.withLock { $0[claimed] = nil }
+    } catch {
+      let now = clock()
+      let lease = configuration.idempotencyLease
+      claims.withLock { claims in
+        claims[claimed]?.releaseFailed = true
+        // Failed releases whose key never came back: past their lease the index frees them.
+        claims = claims.filter { !$0.value.releaseFailed || now.timeIntervalSince($0.value.began) < lease }
+      }
+      throw error
+    }
   }
 
   // MARK: - Tenants, health, metrics

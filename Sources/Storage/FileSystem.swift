@@ -17,7 +17,17 @@ enum FileSystem {
 
   static func error(_ name: String, _ path: String, errno code: Int32) -> StorageError {
     let message = String(cString: strerror(code))
-    return StorageError(code == ENOENT ? .notFound : .io, "\(name)(\(path)): \(message) (errno \(code))")
+    return StorageError(self.code(errno: code), "\(name)(\(path)): \(message) (errno \(code))")
+  }
+
+  /// The storage code of a failed call's `errno`: a missing file, a full volume (no blocks, or
+  /// the user's quota used up: the client may retry once space is freed), or any other I/O error.
+  static func code(errno code: Int32) -> StorageError.Code {
+    switch code {
+    case ENOENT: .notFound
+    case ENOSPC, EDQUOT: .full
+    default: .io
+    }
   }
 
   static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws -> Int32 {

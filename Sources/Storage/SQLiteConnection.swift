@@ -159,7 +159,11 @@ final class SQLiteConnection: @unchecked Sendable {
       case SQLITE_BUSY, SQLITE_LOCKED: .busy
       case SQLITE_CONSTRAINT: .conflict
       case SQLITE_CORRUPT, SQLITE_NOTADB: .corrupt
-      case SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_READONLY: .io
+      case SQLITE_FULL: .full
+      // SQLite reports a write that found no space as SQLITE_FULL, but an fsync, a truncate or
+      // the shared-memory file's growth as an SQLITE_IOERR_* whose errno says ENOSPC or EDQUOT.
+      case SQLITE_IOERR where FileSystem.code(errno: sqlite3_system_errno(handle)) == .full: .full
+      case SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_READONLY: .io
       default: .database
       }
     return StorageError(code, "sqlite \(context): \(message) (\(status)) in \(path)")

@@ -5,13 +5,13 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     private enum Base: String, Hashable, Sendable {
       case notFound, io, database, busy, corrupt, invalidArgument, conflict, unavailable
       case offsetMismatch, lengthExceeded, lengthMismatch, uploadCompleted, uploadIncomplete, preempted
-      case inProgress
+      case inProgress, full
     }
     private let base: Base
 
     /// The blob or row does not exist.
     public static let notFound = Code(base: .notFound)
-    /// A file-system call failed (disk full, permissions, …).
+    /// A file-system call failed (permissions, an I/O error, …; a full disk is `full`).
     public static let io = Code(base: .io)
     /// The index database reported an error.
     public static let database = Code(base: .database)
@@ -41,6 +41,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public static let preempted = Code(base: .preempted)
     /// Another request is processing the completed upload (or holds it past the takeover wait).
     public static let inProgress = Code(base: .inProgress)
+    /// The volume holding the data has no space (or no quota) left: `ENOSPC`, `EDQUOT`,
+    /// `SQLITE_FULL`. Nothing the write was part of was acknowledged; freeing space is the cure.
+    public static let full = Code(base: .full)
 
     public var description: String { base.rawValue }
   }

@@ -20,6 +20,7 @@ import Testing
       (AppError.methodNotAllowed(allow: ["GET", "HEAD"]), 405, "method_not_allowed", "GET, HEAD", nil),
       (AppError.notReady(reason: "EROFS"), 503, "not_ready", nil, "5"),
       (AppError.draining, 503, "draining", nil, "5"),
+      (AppError.volumeFull(reason: "12 bytes free"), 503, "storage_full", nil, "5"),
     ] as [(AppError, Int, String, String?, String?)])
   func appErrorsMapToTheirStatusCodeAndHeaders(
     error: AppError, status: Int, code: String, allow: String?, retryAfter: String?
@@ -39,6 +40,14 @@ import Testing
       ),
       (StorageError(.busy, "all 8 PostgreSQL connections stayed in use"), 503, "storage_busy", "5"),
       (StorageError(.io, "S3 PUT: HTTP 403 AccessDenied"), 500, "storage_error", nil),
+      (
+        StorageError(.full, "pwrite(uploads/upl_x): No space left on device (errno 28)"), 507, "storage_full",
+        "60"
+      ),
+      (
+        StorageError(.full, "sqlite step: database or disk is full (13) in index.sqlite"), 507,
+        "storage_full", "60"
+      ),
     ] as [(StorageError, Int, String, String?)])
   func storageErrorsThatPassWithTimeAskTheClientToRetry(
     error: StorageError, status: Int, code: String, retryAfter: String?
@@ -53,7 +62,9 @@ import Testing
     let text = String(decoding: body, as: UTF8.self)
     #expect(text.contains(#""code":"\#(code)""#))
     // What the store said stays in the log.
-    #expect(!text.contains("S3") && !text.contains("PostgreSQL"))
+    #expect(
+      !text.contains("S3") && !text.contains("PostgreSQL") && !text.contains("errno")
+        && !text.contains("sqlite"))
   }
 
   @Test func everyPipelineCodeHasItsOwnRow() {

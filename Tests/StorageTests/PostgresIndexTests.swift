@@ -198,7 +198,7 @@ import Testing
   @Test func sqlStateMapsToStorageErrorKinds() {
     let table: [(String, StorageError.Code)] = [
       ("23505", .conflict), ("57014", .busy), ("40P01", .busy), ("55P03", .busy), ("57P01", .unavailable),
-      ("08006", .unavailable), ("53300", .unavailable), ("53100", .io), ("XX001", .corrupt),
+      ("08006", .unavailable), ("53300", .unavailable), ("53100", .full), ("XX001", .corrupt),
       ("22021", .invalidArgument), ("42P01", .database),
     ]
     for (state, code) in table { #expect(PostgresConnection.code(forSQLState: state) == code, "\(state)") }

@@ -33,7 +33,7 @@ extension AttachmentService {
         firstFailure = firstFailure ?? error
         guard multipart else { break }
         let entry = ErrorTable.publicError(for: error)
-        metrics.recordRejection(code: entry.code)
+        ErrorTable.countRejection(entry, metrics: metrics, volume: volume)
         AttachmentJSON.partError(entry, part: index, into: &body)
       }
     }

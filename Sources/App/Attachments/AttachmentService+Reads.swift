@@ -88,7 +88,7 @@ extension AttachmentService {
       let chosen = profile ?? options.profiles.defaultProfile(for: tenant)
       let renditions: [String: Rendition]
       do {
-        renditions = try self.renditions(of: record, ensuring: chosen, cancellation: cancellation)
+        renditions = try self.renditions(of: record, ensuring: chosen, cancellation: cancellation).renditions
       } catch {
         return problem(error, requestID: requestID)
       }
@@ -159,7 +159,9 @@ extension AttachmentService {
       return problem(AppError.rangeNotSatisfiable(size: record.bytes), context)
     }
     let body: HTTPResponse.Body
-    if let path = store.blobs.path(for: record.blob) {
+    if let unstored = record.unstored {
+      body = .bytes(Array(unstored[offset..<(offset + length)]))
+    } else if let path = store.blobs.path(for: record.blob) {
       body = .file(path: path, offset: UInt64(offset), length: UInt64(length))
     } else if head.method == "HEAD" {
       body = .stream(length: UInt64(length), producer: BlobStream.unread())

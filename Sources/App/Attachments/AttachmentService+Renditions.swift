@@ -40,27 +40,42 @@ extension AttachmentService {
     return stored
   }
 
-  /// The stored renditions of `record`, with `profile`'s made now if it needs one and has none.
+  /// The renditions of `record`, with `profile`'s made now if it needs one and has none.
+  ///
+  /// A read must not fail for want of disk: a rendition made now that cannot be stored (a full
+  /// volume) is returned with its bytes in `unstored`, served from memory and made again by the
+  /// next request that asks.
   func renditions(
     of record: AttachmentRecord, ensuring profile: ModelProfile, cancellation: RequestCancellation?
   )
-    throws -> [String: Rendition]
+    throws -> (renditions: [String: Rendition], unstored: [UInt8]?)
   {
     var renditions = try store.renditions(of: record)
     let size = profile.size(ofStored: record.width, record.height)
     guard size != (record.width, record.height), renditions[profile.rawValue] == nil else {
-      return renditions
+      return (renditions, nil)
     }
     let stored = try store.read(record)
+    var unstored: [UInt8]?
     for made in try imaging.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation) {
-      guard
-        let row = try store.storeRendition(
-          of: record, profile: made.profile.rawValue, bytes: made.jpeg, width: made.width, height: made.height
-        )
-      else { throw AppError.notFound }  // deleted or expired meanwhile
-      renditions[row.profile] = row
+      do {
+        guard
+          let row = try store.storeRendition(
+            of: record, profile: made.profile.rawValue, bytes: made.jpeg, width: made.width,
+            height: made.height)
+        else { throw AppError.notFound }  // deleted or expired meanwhile
+        renditions[row.profile] = row
+      } catch let error as StorageError where error.code == .full {
+        eventLog.warning(
+          "rendition not stored", fields: [("profile", made.profile.rawValue), ("detail", error.description)])
+        volume?.noteFull()
+        renditions[made.profile.rawValue] = Rendition(
+          attachment: record.id, profile: made.profile.rawValue, blob: BlobHash.of(made.jpeg),
+          width: made.width, height: made.height, bytes: made.jpeg.count, createdAt: store.now)
+        unstored = made.jpeg
+      }
     }
-    return renditions
+    return (renditions, unstored)
   }
 
   /// The image `profile` serves for `record`: its rendition (made now if missing) or the
@@ -68,19 +83,22 @@ extension AttachmentService {
   func image(of record: AttachmentRecord, profile: ModelProfile, cancellation: RequestCancellation?) throws
     -> ServedImage
   {
-    let renditions = try renditions(of: record, ensuring: profile, cancellation: cancellation)
+    let (renditions, unstored) = try renditions(of: record, ensuring: profile, cancellation: cancellation)
     if let rendition = renditions[profile.rawValue] {
-      return ServedImage(blob: rendition.blob, bytes: rendition.bytes, contentType: record.contentType)
+      return ServedImage(
+        blob: rendition.blob, bytes: rendition.bytes, contentType: record.contentType, unstored: unstored)
     }
     return ServedImage(blob: record.blob, bytes: record.bytes, contentType: record.contentType)
   }
 }
 
-/// The blob a `GET` of an attachment sends.
+/// What a `GET` of an attachment sends: a stored blob, or the bytes of a rendition made for
+/// this request that could not be stored (`unstored`, whose content address `blob` is).
 struct ServedImage {
   var blob: BlobHash
   var bytes: Int
   var contentType: String
+  var unstored: [UInt8]? = nil
 }
 
 /// A request whose client left stops its decoding child.

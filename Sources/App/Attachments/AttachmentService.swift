@@ -24,6 +24,9 @@ public final class AttachmentService: Sendable {
   public let metrics: AttachdMetrics
   public let options: Application.AttachmentOptions
   let eventLog: EventLog
+  /// Told when an answer says the data directory's volume is full (`/readyz`); nil when a
+  /// full disk may be another server's.
+  let volume: VolumeSpace?
   private let statisticsCache = Mutex<(at: Date, value: IndexStatistics)?>(nil)
 
   /// Seconds `/metrics` reuses storage counts before asking the index again.
@@ -31,7 +34,7 @@ public final class AttachmentService: Sendable {
 
   public init(
     store: AttachmentStore, imaging: any ImageProcessing, access: AccessControl, metrics: AttachdMetrics,
-    options: Application.AttachmentOptions, eventLog: EventLog
+    options: Application.AttachmentOptions, eventLog: EventLog, volume: VolumeSpace?
   ) {
     self.store = store
     self.imaging = imaging
@@ -40,6 +43,7 @@ public final class AttachmentService: Sendable {
     self.metrics = metrics
     self.options = options
     self.eventLog = eventLog
+    self.volume = volume
   }
 
   // MARK: - Upload
@@ -130,7 +134,8 @@ public final class AttachmentService: Sendable {
   /// The problem response for `error`, counted by code; 5xx details go to the event log.
   func problem(_ error: any Error, requestID: String) -> HTTPResponse {
     ErrorTable.problemResponse(
-      ErrorTable.publicError(for: error), for: error, requestID: requestID, log: eventLog, metrics: metrics)
+      ErrorTable.publicError(for: error), for: error, requestID: requestID, log: eventLog, metrics: metrics,
+      volume: volume)
   }
 
   func problem(_ error: any Error, _ context: RequestContext) -> HTTPResponse {

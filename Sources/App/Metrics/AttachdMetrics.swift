@@ -43,6 +43,8 @@ public final class AttachdMetrics: Sendable {
   public let sandboxForkSeconds: Histogram
   /// `attachd_sandbox_up`: 1 while a sandbox helper is in service.
   public let sandboxUp: Gauge
+  /// `attachd_data_volume_free_bytes`: bytes still free on the data directory's volume.
+  public let dataVolumeFreeBytes: Gauge
 
   /// Upper bounds, in seconds, of the sandbox fork histogram (50 µs … 100 ms).
   public static let forkBuckets: [Double] = [
@@ -86,6 +88,8 @@ public final class AttachdMetrics: Sendable {
     ).labels()
     sandboxUp = registry.gauge(
       name: "attachd_sandbox_up", help: "1 while a decode sandbox helper is in service.")
+    dataVolumeFreeBytes = registry.gauge(
+      name: "attachd_data_volume_free_bytes", help: "Bytes still free on the data directory's volume.")
   }
 
   /// Counts one answered request and its bytes. `route` must be a route template

@@ -91,11 +91,15 @@ final class AttachmentUploadSlot: UploadSlot {
 struct AttachmentUploadHost: UploadHost {
   let metrics: AttachdMetrics
   let eventLog: EventLog
+  /// Told when an answer says the data directory's volume is full (`/readyz`); nil when a
+  /// full disk may be another server's.
+  let volume: VolumeSpace?
 
   func publicError(for error: any Error) -> PublicError { ErrorTable.publicError(for: error) }
 
   func problemResponse(_ entry: PublicError, for error: any Error, requestID: String) -> HTTPResponse {
-    ErrorTable.problemResponse(entry, for: error, requestID: requestID, log: eventLog, metrics: metrics)
+    ErrorTable.problemResponse(
+      entry, for: error, requestID: requestID, log: eventLog, metrics: metrics, volume: volume)
   }
 
   func bodyBytesReceived(_ count: Int) { metrics.httpRequestBytes.increment(by: UInt64(count)) }

@@ -285,7 +285,7 @@ final class PostgresConnection: @unchecked Sendable {
     case "23505": .conflict  // unique_violation
     case "57014", "55P03", "40001", "40P01": .busy  // statement timeout, lock wait, serialization, deadlock
     case "57P01", "57P02", "57P03", "53300", "53200": .unavailable  // shutting down, starting, full
-    case "53100": .io  // disk_full
+    case "53100": .full  // disk_full: the database server's volume; a 507 like our own
     case "XX001", "XX002": .corrupt
     default:
       switch state.prefix(2) {

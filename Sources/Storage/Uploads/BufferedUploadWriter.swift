@@ -255,15 +255,20 @@ final class BufferedUploadWriter: UploadWriter {
       }
       return (current, wanted)
     } catch let error as StorageError {
-      // Unacknowledged bytes may sit past the committed offset in the spool: the next writer
-      // cuts them off. A failed durability step is not retried (a file's kernel pages may have
-      // been dropped; an object store's part may be half there).
+      // Unacknowledged bytes may sit past the committed offset in the spool: they are cut off
+      // now (on a full disk that space is wanted; the next writer would cut them anyway). A
+      // failed durability step is not retried (a file's kernel pages may have been dropped; an
+      // object store's part may be half there).
       state.withLock { $0.flushing = false }
       if error.code != .preempted {
+        spool.cutBack(to: committed)
         _ = try? spool.commit(from: committed, to: committed, leaseUntil: nil)
       }
-      finish(error.code == .preempted ? .preempted : .failed(error), holder: &holder)
-      throw error
+      // The failure says where the upload stands (a full disk can stop a body after some of
+      // its commits), so that its answer tells the client the offset to resume from.
+      let failure = error.offset == nil ? StorageError(error.code, error.detail, offset: committed) : error
+      finish(error.code == .preempted ? .preempted : .failed(failure), holder: &holder)
+      throw failure
     }
   }
 

@@ -43,6 +43,12 @@ final class FileUploadSpool: UploadSpool {
       id: id, token: token, from: from, to: to, leaseUntil: leaseUntil, sync: sync)
   }
 
+  func cutBack(to offset: Int) {
+    let fd = descriptor.withLock { $0 }
+    guard fd >= 0 else { return }
+    try? FileSystem.truncate(fd, to: offset, path: path)
+  }
+
   func discard() {
     descriptor.withLock { fd in
       if fd >= 0 { FileSystem.close(fd) }

@@ -101,6 +101,10 @@ final class S3UploadSpool: UploadSpool, @unchecked Sendable {
     return outcome
   }
 
+  // Parts past the offset are in the bucket, where the next writer and the sweep find them;
+  // the local tail file is dropped with the writer (`discard`).
+  func cutBack(to offset: Int) {}
+
   func discard() {
     file.withLock { $0 = nil }
   }

@@ -17,6 +17,11 @@ protocol UploadSpool: AnyObject, Sendable {
   /// is not the writer's any more; then nothing the spool holds was acknowledged.
   func commit(from: Int, to: Int, leaseUntil: Date?) throws -> UploadCommit
 
+  /// Drops what was written past `offset` (the committed offset) after a failed write or
+  /// commit: nothing there was acknowledged, and on a full disk it is space another upload
+  /// needs. Best effort; the next writer cuts the spool back to the offset anyway.
+  func cutBack(to offset: Int)
+
   /// Frees what the spool holds locally (descriptors, temporary files). Idempotent.
   func discard()
 }

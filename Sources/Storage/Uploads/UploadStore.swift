@@ -169,8 +169,11 @@ extension UploadStore {
       return try openWriter(tenant: tenant, id: id, offset: nil, length: nil) {}.close()
     } catch let error as StorageError
       where error.code == .uploadCompleted || error.code == .notFound || error.code == .inProgress
+      || error.code == .full
     {
-      // Completed or removed meanwhile, or held elsewhere: report what is committed now.
+      // Completed or removed meanwhile, or held elsewhere: report what is committed now. On a
+      // full volume the lease cannot be written, and nothing can be committed either: the
+      // committed offset is the one a client resumes from once space is freed.
       return try state(tenant: tenant, id: id)
     }
   }

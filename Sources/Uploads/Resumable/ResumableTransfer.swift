@@ -120,7 +120,7 @@ final class ResumableTransfer: UploadBodyDelegate {
     case .success(let closed): upload = closed
     case .failure(let error):
       if outcome.reason != .aborted {
-        handle.respond(answers.problem(error, position: state.withLock { $0.upload }.map(Self.position)))
+        handle.respond(answers.problem(error, position: position(state.withLock { $0.upload }, error: error)))
       }
       return
     }

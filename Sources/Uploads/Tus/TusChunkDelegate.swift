@@ -85,7 +85,8 @@ final class TusChunkDelegate: UploadBodyDelegate {
       // Nobody to answer; every byte that arrived is committed for the client's resume.
       break
     case .refused:
-      let state = (try? outcome.state.get()) ?? upload
+      let closed = try? outcome.state.get()
+      let state = closed ?? upload
       let refusal = outcome.refusal ?? StorageError(.io, "body refused")
       let error: any Error =
         if let storage = refusal as? StorageError, storage.code == .lengthExceeded, let state {
@@ -93,12 +94,17 @@ final class TusChunkDelegate: UploadBodyDelegate {
         } else {
           refusal
         }
-      handle.respond(
-        answer(tus.problem(error, requestID: requestID), state: state, offset: state?.offset))
+      // The close's state is the latest; when the close failed too, the write that failed says
+      // where the upload stands (it may have committed on the way).
+      let offset = closed?.offset ?? (refusal as? StorageError)?.offset ?? state?.offset
+      handle.respond(answer(tus.problem(error, requestID: requestID), state: state, offset: offset))
     case .finished:
       switch outcome.state {
       case .failure(let error):
-        handle.respond(answer(tus.problem(error, requestID: requestID), state: upload, offset: nil))
+        handle.respond(
+          answer(
+            tus.problem(error, requestID: requestID), state: upload, offset: (error as? StorageError)?.offset)
+        )
       case .success(let state):
         if let length = state.length, state.offset == length {
           complete(state, handle: handle)

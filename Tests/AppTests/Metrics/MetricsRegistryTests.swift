@@ -66,9 +66,11 @@ import Testing
     metrics.sandboxDecodes.labels("ok").increment()
     metrics.sandboxForkSeconds.observe(0.0004)
     metrics.sandboxUp.set(1)
+    metrics.dataVolumeFreeBytes.set(5 << 30)
     let samples = try PrometheusText.parse(metrics.render())
-    // The eleven families of the service, and the decode sandbox's three.
-    #expect(samples.types.count == 14)
+    // The twelve families of the service, and the decode sandbox's three.
+    #expect(samples.types.count == 15)
+    #expect(samples.value("attachd_data_volume_free_bytes", [:]) == Double(5 << 30))
     #expect(samples.value("attachd_sandbox_decodes_total", ["outcome": "ok"]) == 1)
     #expect(samples.value("attachd_sandbox_up", [:]) == 1)
     #expect(
