@@ -85,6 +85,25 @@ import Testing
     #expect(options.contains("-c idle_in_transaction_session_timeout=60000"))
   }
 
+  /// A node holding its liveness lock is alive to every other node; once its session ends (the
+  /// process died: here, the index and its session are gone), it is not, within a second or so.
+  @Test(.timeLimit(.minutes(1))) func aNodeIsAliveWhileItsSessionLasts() throws {
+    let url = try PostgresTestDatabase.freshURL()
+    let other = try PostgresIndex(url: url)
+    #expect(!other.isInstanceAlive("node-a:1"))
+    var node: PostgresIndex? = try PostgresIndex(url: url)
+    node?.holdLiveness(node: "node-a:1")
+    let deadline = Date().addingTimeInterval(10)
+    while !other.isInstanceAlive("node-a:1") && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    #expect(other.isInstanceAlive("node-a:1"))
+    #expect(!other.isInstanceAlive("node-b:1"))
+    node = nil
+    let gone = Date().addingTimeInterval(10)
+    while other.isInstanceAlive("node-a:1") && Date() < gone { Thread.sleep(forTimeInterval: 0.05) }
+    #expect(!other.isInstanceAlive("node-a:1"), "still alive after its index went away")
+    _ = node
+  }
+
   @Test func everyRegisteredStatementPreparesAgainstTheCurrentSchema() throws {
     #expect(Set(PostgresStatement.all.map(\.name)).count == PostgresStatement.all.count, "names are unique")
     let index = try PostgresIndex(url: PostgresTestDatabase.freshURL())

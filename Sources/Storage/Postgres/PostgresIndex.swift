@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The attachment index in PostgreSQL, shared by every attachd node.
 ///
@@ -16,6 +17,10 @@ public final class PostgresIndex: AttachmentIndex {
   /// The settings the index was opened with (its description hides the password).
   public let configuration: Configuration
   let pool: PostgresConnectionPool
+  /// Opens a connection like the pool's (the node-liveness session has one of its own).
+  let connect: @Sendable () throws -> PostgresConnection
+  /// This process's liveness session, once `holdLiveness(node:)` started it.
+  let liveness = Mutex<NodeLiveness?>(nil)
 
   /// Connects, and migrates the schema to `schemaVersion` (once, whichever node comes first).
   ///
@@ -29,10 +34,13 @@ public final class PostgresIndex: AttachmentIndex {
     // A server that has not answered a second after its own statement_timeout would have
     // cancelled the statement is gone or frozen, not busy.
     let responseTimeout = Duration.milliseconds(Int64(configuration.statementTimeout * 1_000) + 1_000)
-    pool = PostgresConnectionPool(size: configuration.poolSize, waitTimeout: configuration.poolTimeout) {
+    let connect: @Sendable () throws -> PostgresConnection = {
       try PostgresConnection(
         parameters: parameters, url: url, timeout: connectTimeout, responseTimeout: responseTimeout)
     }
+    self.connect = connect
+    pool = PostgresConnectionPool(
+      size: configuration.poolSize, waitTimeout: configuration.poolTimeout, connect: connect)
     try pool.withConnection { try Self.migrate($0, timeout: configuration.migrationTimeout) }
   }
 

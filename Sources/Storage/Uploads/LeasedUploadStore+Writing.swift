@@ -15,7 +15,10 @@ extension LeasedUploadStore {
         return attempt == .acquired ? row : nil
       }
       guard let taken else { throw Self.notFound(id) }
-      guard let row = taken else { return nil }
+      guard let row = taken else {
+        releaseIfHolderIsGone(id: id, tenant: tenant)
+        return nil
+      }
       let opened: (spool: any UploadSpool, upload: UploadState)
       do {
         opened = try bytes.openSpool(for: row, token: token, offset: offset)
@@ -45,6 +48,7 @@ extension LeasedUploadStore {
         return row.record.state
       }
       guard let outcome else { throw Self.notFound(id) }
+      if outcome == nil { releaseIfHolderIsGone(id: id, tenant: tenant) }
       return outcome
     }
   }
@@ -61,6 +65,7 @@ extension LeasedUploadStore {
         return attempt == .acquired ? row : nil
       }
       guard let claimed else { throw Self.notFound(id) }
+      if claimed == nil { releaseIfHolderIsGone(id: id, tenant: tenant) }
       return claimed
     }
     let upload = claimed.record.state
@@ -118,4 +123,21 @@ extension LeasedUploadStore {
   }
 
   private static func notFound(_ id: String) -> StorageError { StorageError(.notFound, "no upload \(id)") }
+}
+
+extension LeasedUploadStore {
+  /// A writer lease held by another instance that the index knows is gone (its process died)
+  /// binds no one: it is released now, instead of when it lapses, so the caller's next attempt
+  /// takes it. The release happens only if that same token still holds it; should its holder
+  /// ever write again, its commit finds the token gone and is refused (pre-empted).
+  func releaseIfHolderIsGone(id: String, tenant: String) {
+    guard let row = try? rows.uploadRow(id: id, tenant: tenant, now: now),
+      let holder = row.record.leaseHolder,
+      let holderInstance = UploadRecord.instance(ofToken: holder), holderInstance != instance,
+      !rows.isInstanceAlive(holderInstance)
+    else { return }
+    _ = try? rows.updateUpload(id: id, tenant: tenant, now: now) { row in
+      if row.record.leaseHolder == holder { row.record.release() }
+    }
+  }
 }

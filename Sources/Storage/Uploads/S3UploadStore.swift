@@ -60,6 +60,8 @@ public final class S3UploadStore: ComposedUploadStore {
     try settings.validate()
     let bytes = try S3UploadBytes(client: client, index: index, settings: settings, now: now)
     self.releasedLeases = try index.clearUploadLeases(instance: settings.node)
+    // From now on, other nodes can see this one alive (and, once it is gone, take its uploads).
+    index.holdLiveness(node: settings.node)
     self.leased = LeasedUploadStore(
       rows: index, bytes: bytes, configuration: configuration, instance: settings.node, clock: now)
   }

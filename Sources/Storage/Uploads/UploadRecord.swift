@@ -148,6 +148,11 @@ struct UploadRecord: Sendable, Hashable {
   static func token(_ token: String, isOf instance: String) -> Bool {
     token.hasPrefix(instance + ".")
   }
+
+  /// The instance a lease token belongs to (`<instance>.<random>`).
+  static func instance(ofToken token: String) -> String? {
+    token.lastIndex(of: ".").map { String(token[..<$0]) }
+  }
 }
 
 extension UploadRecord {

@@ -41,4 +41,12 @@ protocol UploadRows: Sendable {
   /// Deletes up to `limit` uploads that expired at or before `now` and returns them. Several
   /// processes may call it at once: each row goes to one of them.
   func deleteExpiredUploads(now: Date, limit: Int) throws -> [Row]
+
+  /// Whether the process that leases as `instance` is alive. An index that cannot tell says
+  /// true: the lease then binds until it lapses.
+  func isInstanceAlive(_ instance: String) -> Bool
+}
+
+extension UploadRows {
+  func isInstanceAlive(_ instance: String) -> Bool { true }
 }
