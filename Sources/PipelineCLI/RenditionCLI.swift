@@ -15,13 +15,10 @@ public enum RenditionCLI {
     _ arguments: [String], stderr: (String) -> Void = CLIOutput.standardError,
     stdout: (String) -> Void = CLIOutput.standardOutput
   ) -> Int32 {
-    let parsed: VideoArguments
-    switch VideoArguments.parse(arguments, maxEdges: 16...4096, takesFrames: false) {
-    case .success(let value): parsed = value
-    case .failure(let wrong):
-      stderr(wrong.text(usage: usage))
-      return ProcessCLI.exitUsage
-    }
+    guard
+      let parsed = VideoArguments.parse(
+        arguments, usage: usage, maxEdges: 16...4096, takesFrames: false, stderr: stderr)
+    else { return ProcessCLI.exitUsage }
     var settings = VideoRenditionSettings()
     if let edge = parsed.maxEdge { settings.maxEdge = edge }
     let (positional, sandboxed) = (parsed.positional, parsed.sandboxed)

@@ -16,13 +16,10 @@ public enum StillsCLI {
     _ arguments: [String], stderr: (String) -> Void = CLIOutput.standardError,
     stdout: (String) -> Void = CLIOutput.standardOutput
   ) -> Int32 {
-    let parsed: VideoArguments
-    switch VideoArguments.parse(arguments, maxEdges: 16...8192, takesFrames: true) {
-    case .success(let value): parsed = value
-    case .failure(let wrong):
-      stderr(wrong.text(usage: usage))
-      return ProcessCLI.exitUsage
-    }
+    guard
+      let parsed = VideoArguments.parse(
+        arguments, usage: usage, maxEdges: 16...8192, takesFrames: true, stderr: stderr)
+    else { return ProcessCLI.exitUsage }
     var settings = VideoStillsSettings()
     if let edge = parsed.maxEdge { settings.maxEdge = edge }
     if let frames = parsed.frames { (settings.minimumFrames, settings.maximumFrames) = frames }

@@ -42,6 +42,19 @@ struct VideoArguments {
     return parsed.positional.count == 2 ? .success(parsed) : .failure(Wrong(nil))
   }
 
+  /// The arguments, or nil once the reason they are wrong went to `stderr`.
+  static func parse(
+    _ arguments: [String], usage: String, maxEdges: ClosedRange<Int>, takesFrames: Bool,
+    stderr: (String) -> Void
+  ) -> Self? {
+    switch parse(arguments, maxEdges: maxEdges, takesFrames: takesFrames) {
+    case .success(let parsed): return parsed
+    case .failure(let wrong):
+      stderr(wrong.text(usage: usage))
+      return nil
+    }
+  }
+
   /// What is wrong with a command line (nil: say only the usage).
   struct Wrong: Error {
     var message: String?

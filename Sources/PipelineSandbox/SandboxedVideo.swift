@@ -36,17 +36,7 @@ public final class SandboxedVideo: Sendable {
       outputCapacity: SandboxedPipeline.outputCapacity,
       deadline: pipeline.configuration.deadline + SandboxedPipeline.deadlineGrace, cancellation: cancellation,
       decoded: &decoded)
-    let stills: VideoStills
-    do {
-      stills = try VideoWire.read(output)
-    } catch let error as VideoError {
-      decoded?.refused = true
-      throw error
-    } catch {
-      decoded?.outputRejected = true
-      decoded?.inputSHA256 = Hex.encode(SHA256.hash(input))
-      throw .undecodable("the decoder's answer is unreadable")
-    }
+    let stills = try Self.answer(output, input: input, decoded: &decoded, read: VideoWire.read)
     for still in [stills.poster] + stills.frames {
       guard (1...settings.maxEdge).contains(still.width), (1...settings.maxEdge).contains(still.height) else {
         decoded?.outputRejected = true
@@ -73,22 +63,30 @@ public final class SandboxedVideo: Sendable {
       VideoJobs.rendition, input, limits: settings.limits, parameters: VideoWire.parameters(settings),
       outputCapacity: settings.maxOutputBytes + 4096, deadline: deadline, cancellation: cancellation,
       decoded: &decoded)
-    let mp4: [UInt8]
+    let mp4 = try Self.answer(output, input: input, decoded: &decoded, read: VideoWire.readRendition)
+    do { try MovieOutputCheck.verify(mp4) } catch {
+      decoded?.outputRejected = true
+      throw .pipeline(PipelineError(.internal, "the rendition is not clean", detail: "\(error)"))
+    }
+    return mp4
+  }
+
+  /// What the child answered, read with `read`: a refusal it wrote is thrown as it is; an answer
+  /// that cannot be read is the input's fault (its hash goes into the report).
+  private static func answer<T>(
+    _ output: [UInt8], input: UnsafeRawBufferPointer, decoded: inout DecodeReport?,
+    read: ([UInt8]) throws -> T
+  ) throws(VideoError) -> T {
     do {
-      mp4 = try VideoWire.readRendition(output)
+      return try read(output)
     } catch let error as VideoError {
       decoded?.refused = true
       throw error
     } catch {
       decoded?.outputRejected = true
       decoded?.inputSHA256 = Hex.encode(SHA256.hash(input))
-      throw .undecodable("the encoder's answer is unreadable")
+      throw .undecodable("the sandbox child's answer is unreadable")
     }
-    do { try MovieOutputCheck.verify(mp4) } catch {
-      decoded?.outputRejected = true
-      throw .pipeline(PipelineError(.internal, "the rendition is not clean", detail: "\(error)"))
-    }
-    return mp4
   }
 
   /// Checks `input`'s outline here (no child for a movie the limits refuse), runs `job` on it in
