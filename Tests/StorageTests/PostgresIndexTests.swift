@@ -104,6 +104,34 @@ import Testing
     _ = node
   }
 
+  /// A running idempotency claim binds other nodes while its node lives (for its 10-minute
+  /// lease), and is taken over at once when that node's session ends.
+  @Test(.timeLimit(.minutes(1))) func aDeadNodesIdempotencyClaimIsTakenOverAtOnce() throws {
+    let url = try PostgresTestDatabase.freshURL()
+    let now = Date()
+    var nodeA: PostgresIndex? = try PostgresIndex(url: url)
+    nodeA?.holdLiveness(node: "node-a:1")
+    let nodeB = try PostgresIndex(url: url)
+    nodeB.holdLiveness(node: "node-b:1")
+    let deadline = Date().addingTimeInterval(10)
+    while !nodeB.isInstanceAlive("node-a:1") && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    func begin(_ index: PostgresIndex) throws -> IdempotencyBegin {
+      try index.beginIdempotent(
+        tenant: "acme", key: "k1", fingerprint: "f", now: now, lifetime: 86_400, lease: 600)
+    }
+    #expect(try begin(try #require(nodeA)) == .started)
+    #expect(try begin(nodeB) == .inProgress)
+    nodeA = nil
+    let gone = Date().addingTimeInterval(10)
+    while nodeB.isInstanceAlive("node-a:1") && Date() < gone { Thread.sleep(forTimeInterval: 0.05) }
+    #expect(try begin(nodeB) == .started)
+    // Now node B's: a third node waits for it as for any live one.
+    let nodeC = try PostgresIndex(url: url)
+    nodeC.holdLiveness(node: "node-c:1")
+    #expect(try begin(nodeC) == .inProgress)
+    _ = nodeA
+  }
+
   @Test func everyRegisteredStatementPreparesAgainstTheCurrentSchema() throws {
     #expect(Set(PostgresStatement.all.map(\.name)).count == PostgresStatement.all.count, "names are unique")
     let index = try PostgresIndex(url: PostgresTestDatabase.freshURL())

@@ -8,18 +8,28 @@ extension PostgresIndex {
       // The claim is one INSERT … ON CONFLICT: of many nodes racing on one key exactly one
       // inserts (or takes over a stale claim). The others read what is there; a claim
       // abandoned between the two statements sends them round once more.
+      // A running claim of a node that is gone (its liveness lock ended with its session) is
+      // taken over at once on the next round, as its lease would have let it be later.
+      var goneNode: String?
       for _ in 0..<3 {
         let claimed = try connection.query(
           .claimIdempotent,
           [
             .text(tenant), .text(key), .text(fingerprint), .integer(Self.seconds(now)),
-            .integer(Self.leaseEnd(now, lease)), .real(lifetime),
+            .integer(Self.leaseEnd(now, lease)), .real(lifetime), nodeName.map(PostgresValue.text) ?? .null,
+            goneNode.map(PostgresValue.text) ?? .null,
           ])
         if claimed.first != nil { return .started }
         guard let row = try connection.query(.readIdempotent, [.text(tenant), .text(key)]).first else {
           continue
         }
         guard row.text(0) == fingerprint else { return .mismatch }
+        if row.text(1) == "running", goneNode == nil, let holder = row.text(5), holder != nodeName,
+          !isInstanceAlive(holder)
+        {
+          goneNode = holder
+          continue
+        }
         guard row.text(1) == "done" else { return .inProgress }
         return .completed(
           StoredResponse(

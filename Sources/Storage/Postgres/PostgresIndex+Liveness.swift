@@ -16,25 +16,30 @@ import Synchronization
 /// broke; while it is down, other nodes may take this node's uploads over, which only makes its
 /// requests answer as pre-empted.
 extension PostgresIndex {
-  /// The two keys of a node's advisory lock: attachd's namespace and 32 bits of its name.
-  static func livenessKeys(_ node: String) -> (Int32, Int32) {
+  /// The two keys of a node's advisory lock: attachd's namespace and 32 bits of the index's
+  /// schema and the node's name.
+  func livenessKeys(_ node: String) -> (Int32, Int32) {
     var hash: UInt32 = 2_166_136_261
-    for byte in node.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+    for byte in (livenessScope + "/" + node).utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
     return (0x6174_7464, Int32(bitPattern: hash))  // "attd"
   }
 
-  /// Starts holding `node`'s liveness lock (once; later calls do nothing).
+  /// Starts holding `node`'s liveness lock (once; later calls do nothing). Its running
+  /// idempotency claims carry the name from then on.
   public func holdLiveness(node: String) {
     liveness.withLock { current in
       guard current == nil else { return }
-      current = NodeLiveness(keys: Self.livenessKeys(node), connect: connect)
+      current = NodeLiveness(node: node, keys: livenessKeys(node), connect: connect)
     }
   }
+
+  /// The node name `holdLiveness` was given, if it was.
+  var nodeName: String? { liveness.withLock { $0?.node } }
 
   /// Whether the node named `node` holds its liveness lock now. True also when the database
   /// cannot say: a lease is then left to lapse, never broken on a guess.
   func isInstanceAlive(_ node: String) -> Bool {
-    let (namespace, key) = Self.livenessKeys(node)
+    let (namespace, key) = livenessKeys(node)
     let taken = try? pool.withConnection { connection -> Bool in
       let got =
         try connection.execute("SELECT pg_try_advisory_lock(\(namespace), \(key))").first?.text(0) == "t"
@@ -54,8 +59,10 @@ final class NodeLiveness: Sendable {
   }
 
   let state = State()
+  let node: String
 
-  init(keys: (Int32, Int32), connect: @escaping @Sendable () throws -> PostgresConnection) {
+  init(node: String, keys: (Int32, Int32), connect: @escaping @Sendable () throws -> PostgresConnection) {
+    self.node = node
     let (namespace, key) = keys
     let thread = Thread { [state] in
       var session: PostgresConnection?

@@ -133,6 +133,9 @@ extension PostgresIndex {
       PRIMARY KEY (upload_id, number)
     );
     """,
+    // 5: the node that holds a running idempotency claim, so another node can tell when its
+    // holder is gone (PostgresIndex+Liveness) instead of waiting out the claim's lease.
+    "ALTER TABLE idempotency_keys ADD COLUMN node text;",
   ]
 
   // pg_advisory_xact_lock key for migrations: "attachd" in ASCII. Every node takes it before

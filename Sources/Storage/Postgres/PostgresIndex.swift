@@ -21,6 +21,9 @@ public final class PostgresIndex: AttachmentIndex {
   let connect: @Sendable () throws -> PostgresConnection
   /// This process's liveness session, once `holdLiveness(node:)` started it.
   let liveness = Mutex<NodeLiveness?>(nil)
+  /// The schema the index lives in: node liveness locks are named within it (advisory locks
+  /// are per database, and several clusters may share one database in their own schemas).
+  let livenessScope: String
 
   /// Connects, and migrates the schema to `schemaVersion` (once, whichever node comes first).
   ///
@@ -42,6 +45,7 @@ public final class PostgresIndex: AttachmentIndex {
     pool = PostgresConnectionPool(
       size: configuration.poolSize, waitTimeout: configuration.poolTimeout, connect: connect)
     try pool.withConnection { try Self.migrate($0, timeout: configuration.migrationTimeout) }
+    livenessScope = try pool.withConnection { try $0.execute("SELECT current_schema()").first?.text(0) } ?? ""
   }
 
   /// Opens the index at `url` with default settings.

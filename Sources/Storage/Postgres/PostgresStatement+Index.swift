@@ -131,18 +131,20 @@ extension PostgresStatement {
   static let claimIdempotent = PostgresStatement(
     "claim_idempotent",
     """
-    INSERT INTO idempotency_keys AS held (tenant, key, fingerprint, state, created_at, lease_expires_at)
-    VALUES ($1, $2, $3, 'running', $4, $5)
+    INSERT INTO idempotency_keys AS held (tenant, key, fingerprint, state, created_at, lease_expires_at, node)
+    VALUES ($1, $2, $3, 'running', $4, $5, $7)
     ON CONFLICT (tenant, key) DO UPDATE SET
       fingerprint = excluded.fingerprint, state = 'running', status = NULL, headers = NULL, body = NULL,
-      created_at = excluded.created_at, lease_expires_at = excluded.lease_expires_at
+      created_at = excluded.created_at, lease_expires_at = excluded.lease_expires_at, node = excluded.node
     WHERE ($4 - held.created_at)::double precision >= $6::double precision
       OR (held.state = 'running' AND coalesce(held.lease_expires_at, 0) <= $4)
+      OR (held.state = 'running' AND held.node IS NOT DISTINCT FROM $8 AND $8 IS NOT NULL)
     RETURNING 1
     """)
   static let readIdempotent = PostgresStatement(
     "read_idempotent",
-    "SELECT fingerprint, state, status, headers, body FROM idempotency_keys WHERE tenant = $1 AND key = $2")
+    "SELECT fingerprint, state, status, headers, body, node FROM idempotency_keys WHERE tenant = $1 AND key = $2"
+  )
   static let completeIdempotent = PostgresStatement(
     "complete_idempotent",
     """
