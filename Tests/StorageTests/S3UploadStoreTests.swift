@@ -41,6 +41,34 @@ import Testing
     try store.client.listMultipartUploads(prefix: store.settings.keyPrefix)
   }
 
+  /// A completed upload's processing claim binds other nodes while its node lives, and is taken
+  /// over at once when that node is gone (its liveness session ended), not after the lease.
+  @Test func aDeadNodesProcessingClaimIsTakenOverAtOnce() throws {
+    let directory = try TemporaryDirectory()
+    var nodeA: S3UploadStore? = try Self.open(directory, node: "gone-a")
+    let nodeB = try Self.open(directory, node: "b")
+    let bytes = sampleBytes(100_000, seed: 9)
+    let upload = try #require(nodeA).create(newUpload(length: bytes.count))
+    _ = try nodeA?.put(upload.id, bytes[...], at: 0)
+    guard case .body = try #require(nodeA).complete(tenant: "acme", id: upload.id) else {
+      Issue.record("node A did not claim the upload")
+      return
+    }
+    let alive = Date().addingTimeInterval(10)
+    while !nodeB.index.isInstanceAlive("gone-a") && Date() < alive { Thread.sleep(forTimeInterval: 0.05) }
+    #expect(throws: StorageError.self) { try nodeB.complete(tenant: "acme", id: upload.id) }
+    nodeA = nil
+    let gone = Date().addingTimeInterval(10)
+    while nodeB.index.isInstanceAlive("gone-a") && Date() < gone { Thread.sleep(forTimeInterval: 0.05) }
+    let started = Date()
+    guard case .body = try nodeB.complete(tenant: "acme", id: upload.id) else {
+      Issue.record("node B did not claim the upload")
+      return
+    }
+    #expect(Date().timeIntervalSince(started) < 2)
+    _ = nodeA
+  }
+
   @Test func anUploadOfSeveralPartsWrittenOnTwoNodesIsAssembledWhole() throws {
     let directory = try TemporaryDirectory()
     let nodeA = try Self.open(directory, node: "a")

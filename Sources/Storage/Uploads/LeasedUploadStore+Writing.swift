@@ -59,10 +59,18 @@ extension LeasedUploadStore {
     let claimed = try slots.takingOver(id, configuration: configuration) { _ -> Row? in
       let now = self.now
       let expiry = now.addingTimeInterval(configuration.leaseDuration)
-      let claimed = try rows.updateUpload(id: id, tenant: tenant, now: now) { row -> Row? in
-        let attempt = try row.record.claimProcessing(
-          token: token, instance: instance, now: now, until: expiry)
-        return attempt == .acquired ? row : nil
+      let claimed: Row??
+      do {
+        claimed = try rows.updateUpload(id: id, tenant: tenant, now: now) { row -> Row? in
+          let attempt = try row.record.claimProcessing(
+            token: token, instance: instance, now: now, until: expiry)
+          return attempt == .acquired ? row : nil
+        }
+      } catch let error as StorageError where error.code == .inProgress {
+        // Another node's processing claim binds, unless that node is gone: then it is released
+        // and the next attempt claims.
+        guard releaseIfHolderIsGone(id: id, tenant: tenant) else { throw error }
+        return nil
       }
       guard let claimed else { throw Self.notFound(id) }
       if claimed == nil { releaseIfHolderIsGone(id: id, tenant: tenant) }
@@ -126,18 +134,22 @@ extension LeasedUploadStore {
 }
 
 extension LeasedUploadStore {
-  /// A writer lease held by another instance that the index knows is gone (its process died)
-  /// binds no one: it is released now, instead of when it lapses, so the caller's next attempt
-  /// takes it. The release happens only if that same token still holds it; should its holder
+  /// A writer lease or processing claim held by another instance that the index knows is gone
+  /// (its process died) binds no one: it is released now, instead of when it lapses, so the
+  /// caller's next attempt takes it. The release happens only if that same token still holds it; should its holder
   /// ever write again, its commit finds the token gone and is refused (pre-empted).
-  func releaseIfHolderIsGone(id: String, tenant: String) {
+  @discardableResult
+  func releaseIfHolderIsGone(id: String, tenant: String) -> Bool {
     guard let row = try? rows.uploadRow(id: id, tenant: tenant, now: now),
       let holder = row.record.leaseHolder,
       let holderInstance = UploadRecord.instance(ofToken: holder), holderInstance != instance,
       !rows.isInstanceAlive(holderInstance)
-    else { return }
-    _ = try? rows.updateUpload(id: id, tenant: tenant, now: now) { row in
-      if row.record.leaseHolder == holder { row.record.release() }
+    else { return false }
+    let released = try? rows.updateUpload(id: id, tenant: tenant, now: now) { row -> Bool in
+      guard row.record.leaseHolder == holder else { return false }
+      row.record.release()
+      return true
     }
+    return released == true
   }
 }
