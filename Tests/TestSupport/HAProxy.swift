@@ -49,6 +49,7 @@ public final class HAProxy: @unchecked Sendable {
       var servers = backends.makeIterator()
       return shipped.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
         let words = line.split(separator: " ")
+        if words.first == "global" { return "global\n  noreuseport" }
         if words.first == "bind" { return "  bind 127.0.0.1:\(port)" }
         if words.first == "server", words.count >= 3, let backend = servers.next() {
           return
@@ -110,6 +111,11 @@ public final class HAProxy: @unchecked Sendable {
   static func configuration(port: Int, backends: [Int], balance: Balance, timeout: Int) -> String {
     var lines = [
       "global",
+      // HAProxy binds with SO_REUSEPORT by default, so two of the tests' HAProxys given the same
+      // free port would share it and take each other's clients (seen: a cluster's upload
+      // answered by another test's HAProxy with no server up). Without it the second one's bind
+      // fails, and `init` tries another port.
+      "  noreuseport",
       "  maxconn 4096",
       "defaults",
       "  mode http",
