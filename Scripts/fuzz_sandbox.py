@@ -63,7 +63,8 @@ def error_table():
 
 def corpus_dir():
     beside = os.path.join(ROOT, "..", "shared", "corpus")
-    for candidate in (os.environ.get("ATTACHD_CORPUS"), beside, "/work/shared/corpus"):
+    # As the tests find it (Tests/TestSupport/Corpus.swift): ATTACHD_CORPUS, else beside the checkout.
+    for candidate in (os.environ.get("ATTACHD_CORPUS"), beside):
         if candidate and os.path.isfile(os.path.join(candidate, "MANIFEST.tsv")):
             return candidate
     return None
