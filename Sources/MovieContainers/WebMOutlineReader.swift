@@ -131,11 +131,19 @@ enum WebMOutlineReader {
           numbers.append(number)
         }
       case ID.cluster:
-        let end = child.unknownSize ? clusterEnd(bytes, child, budget: &budget) : child.end
         var inner = child.body
-        while inner < end {
+        while inner < child.end {
+          // A cluster of unknown size ends where the next level-1 element begins.
+          if child.unknownSize, let (id, _) = vint(bytes, inner, end: child.end, keepMarker: true),
+            ID.topLevel.contains(UInt32(clamping: id))
+          {
+            break
+          }
           // A block cut by the end of the file ends the cluster.
-          guard let field = try? element(bytes, at: inner, parentEnd: end, budget: &budget) else { break }
+          guard let field = try? element(bytes, at: inner, parentEnd: child.end, budget: &budget) else {
+            inner = child.end
+            break
+          }
           switch field.id {
           case ID.clusterTimecode:
             let time = Int64(clamping: unsigned(bytes, field))
@@ -153,7 +161,7 @@ enum WebMOutlineReader {
           }
           inner = field.end
         }
-        offset = end
+        offset = child.unknownSize ? inner : child.end
         continue
       case ID.tags: outline.metadataCarriers.append("Tags")
       case ID.attachments: outline.metadataCarriers.append("Attachments")
@@ -267,22 +275,6 @@ enum WebMOutlineReader {
     seen.first = min(seen.first ?? time, time)
     seen.last = max(seen.last, time)
     blocks[number] = seen
-  }
-
-  /// Where a cluster of unknown size ends: at the next level-1 element or the end of the file.
-  private static func clusterEnd(_ bytes: UnsafeRawBufferPointer, _ cluster: Element, budget: inout Int)
-    -> Int
-  {
-    var offset = cluster.body
-    while offset < cluster.end {
-      guard let (id, _) = vint(bytes, offset, end: cluster.end, keepMarker: true) else { return offset }
-      if ID.topLevel.contains(UInt32(clamping: id)) { return offset }
-      guard let field = try? element(bytes, at: offset, parentEnd: cluster.end, budget: &budget) else {
-        return cluster.end
-      }
-      offset = field.end
-    }
-    return cluster.end
   }
 
   /// The element header at `offset`, or nil at `parentEnd`. An element that runs past its parent
