@@ -131,7 +131,7 @@ let package = Package(
       name: "App",
       dependencies: [
         "HTTP", "Server", "ImagePipeline", "Storage", "Crypto", "SystemCalls", "Uploads", "Sandbox",
-        "PipelineSandbox",
+        "PipelineSandbox", "VideoPipeline", "MovieContainers",
       ],
       resources: [.embedInCode("OpenAPI/openapi.json")]),
     // ImageCodecs: the hidden `bench-hevc` benchmark command calls HEVCDecoder directly.

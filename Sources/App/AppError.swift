@@ -14,4 +14,6 @@ public enum AppError: Error, Sendable, Equatable {
   case rangeNotSatisfiable(size: Int)
   /// A `profile` query parameter that names no model profile (400).
   case unknownProfile
+  /// A `frame` query parameter that is not a frame number (400).
+  case invalidFrame
 }

@@ -249,7 +249,7 @@ extension Application.Configuration {
     config.resumableLifetime = uploads.resumableTTL
     config.writeBufferBytes = uploads.writeBufferBytes
     config.commitInterval = uploads.commitInterval
-    config.maxUploadBytes = attachments.maxUploadBytes
+    config.maxUploadBytes = attachments.maxTransferBytes
     config.maxParts = attachments.maxParts
     config.maxMetadataBytes = uploads.storeConfiguration().maxMetadataBytes
     config.publicBaseURL = attachments.publicBaseURL

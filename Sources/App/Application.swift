@@ -105,8 +105,14 @@ public final class Application: HTTPHandler {
       // that volume holds the index; with PostgreSQL it may be the database server's disk
       // (`statvfs` still watches the data directory's temporary files).
       let fullVolume = backends.isShared ? nil : readiness.volume
+      // Videos are decoded in the sandbox whatever `decoding` says: no video path runs in-process.
+      let video = SandboxedVideo(
+        pipeline: pipeline, sandbox: sandbox, settings: options.videoStillsSettings()
+      ) {
+        report in Self.record(report, metrics: metrics, eventLog: eventLog)
+      }
       let service = AttachmentService(
-        store: store, imaging: imaging, access: control, metrics: metrics, options: options,
+        store: store, imaging: imaging, video: video, access: control, metrics: metrics, options: options,
         eventLog: eventLog, volume: fullVolume)
       attachments = service
       uploads = try Uploads(

@@ -236,6 +236,18 @@ public struct ConfigurationKey: Sendable {
       "uploads.maxParts", env: "ATTACHD_MAX_PARTS", flag: nil,
       summary: "most file parts in one multipart upload (→ 413)", range: 1...1000, \.attachments.maxParts),
     .integer(
+      "uploads.maxVideoBytes", env: "ATTACHD_MAX_VIDEO_BYTES", flag: nil,
+      summary: "largest video upload in bytes (→ 413 video_too_large_bytes)", range: 1...(1 << 40),
+      \.attachments.maxVideoBytes),
+    .integer(
+      "video.maxFrames", env: "ATTACHD_VIDEO_MAX_FRAMES", flag: nil,
+      summary: "most frames a video's record lists (one a second, at least 4)", range: 1...64,
+      \.attachments.videoFrames),
+    .integer(
+      "video.frameEdge", env: "ATTACHD_VIDEO_FRAME_EDGE", flag: nil,
+      summary: "longest edge of a video's poster and frames, px", range: 16...4096,
+      \.attachments.videoFrameEdge),
+    .integer(
       "uploads.maxEdge", env: "ATTACHD_MAX_EDGE", flag: nil, summary: "longest edge of a stored image, px",
       range: 1...65_500, \.attachments.maxEdge),
     .integer(

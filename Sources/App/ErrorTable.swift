@@ -1,8 +1,10 @@
 import HTTP
 import ImagePipeline
+import MovieContainers
 import Server
 import Storage
 import Uploads
+import VideoPipeline
 
 /// The one place where errors become HTTP statuses (STYLE.md, "Errors").
 ///
@@ -27,6 +29,7 @@ public enum ErrorTable {
     case let error as MultipartError: publicError(for: error)
     case let error as ServerCondition: publicError(for: error)
     case let error as PipelineError: publicError(for: error)
+    case let error as VideoError: publicError(for: error)
     case let error as StorageError: publicError(for: error)
     case let error as AccessError: error.publicError
     case let error as TokenError: publicError(for: error)
@@ -63,6 +66,34 @@ public enum ErrorTable {
 
   static func publicError(for error: PipelineError) -> PublicError {
     publicError(for: error.kind)
+  }
+
+  /// A video refused by its header check (each limit its own code), one that broke while it was
+  /// decoded, or one whose frames the still pipeline refused.
+  static func publicError(for error: VideoError) -> PublicError {
+    switch error {
+    case .refused(let refusal):
+      PublicError(status: refusal.status, code: refusal.code, title: videoTitle(refusal))
+    case .undecodable: PublicError(status: 422, code: "corrupt", title: "The video cannot be decoded")
+    case .pipeline(let error): publicError(for: error.kind)
+    }
+  }
+
+  // Exhaustive on purpose, as the pipeline's: a new refusal has no row until it has a title.
+  private static func videoTitle(_ refusal: MovieRefusal) -> String {
+    switch refusal {
+    case .tooLargeBytes: "Video file too large"
+    case .tooLong: "Video too long"
+    case .durationUnknown: "The video's duration is not in its header"
+    case .frameTooLarge: "Video frames too large"
+    case .frameRateTooHigh: "Video frame rate too high"
+    case .tooManyTracks: "Video has too many tracks"
+    case .noVideo: "No supported video track"
+    case .externalReference: "The video refers to another file"
+    case .timestampsBackwards: "The video's timestamps run backwards"
+    case .truncated: "The video is truncated"
+    case .corrupt: "The video cannot be decoded"
+    }
   }
 
   /// The row for a pipeline code as it is logged or stored; an unknown code is `internal_error`.
@@ -157,6 +188,8 @@ public enum ErrorTable {
       PublicError(
         status: 400, code: "unknown_profile",
         title: "Unknown profile (one of: \(ModelProfile.allCases.map(\.rawValue).joined(separator: ", ")))")
+    case .invalidFrame:
+      PublicError(status: 400, code: "invalid_frame", title: "The frame parameter is a number from 1")
     case .notFound:
       PublicError(status: 404, code: "not_found", title: "Not found")
     case .methodNotAllowed(let allow):

@@ -28,9 +28,17 @@ public final class SandboxedVideo: Sendable {
   public func stills(_ input: UnsafeRawBufferPointer, cancellation: (any SandboxCancellation)? = nil)
     throws(VideoError) -> VideoStills
   {
+    try admittedStills(input, cancellation: cancellation).stills
+  }
+
+  /// The stills, with the outline this process read and checked before the child ran (what an
+  /// upload's record says about the video).
+  public func admittedStills(_ input: UnsafeRawBufferPointer, cancellation: (any SandboxCancellation)? = nil)
+    throws(VideoError) -> (outline: MovieOutline, stills: VideoStills)
+  {
     var decoded: DecodeReport?
     defer { decoded.map(report) }
-    let output = try run(
+    let (outline, output) = try run(
       VideoJobs.stills, input, limits: settings.limits,
       parameters: VideoWire.parameters(pipeline.configuration, settings: settings),
       outputCapacity: SandboxedPipeline.outputCapacity,
@@ -48,7 +56,7 @@ public final class SandboxedVideo: Sendable {
           PipelineError(.internal, "the decoder's still is not a clean JPEG", detail: "\(error)"))
       }
     }
-    return stills
+    return (outline, stills)
   }
 
   /// The MP4 rendition, made in a sandbox child; checked here again with `MovieOutputCheck`
@@ -59,7 +67,7 @@ public final class SandboxedVideo: Sendable {
   ) throws(VideoError) -> [UInt8] {
     var decoded: DecodeReport?
     defer { decoded.map(report) }
-    let output = try run(
+    let (_, output) = try run(
       VideoJobs.rendition, input, limits: settings.limits, parameters: VideoWire.parameters(settings),
       outputCapacity: settings.maxOutputBytes + 4096, deadline: deadline, cancellation: cancellation,
       decoded: &decoded)
@@ -90,15 +98,16 @@ public final class SandboxedVideo: Sendable {
   }
 
   /// Checks `input`'s outline here (no child for a movie the limits refuse), runs `job` on it in
-  /// a child and maps what can go wrong there; the child's output when it finished. `decoded`
-  /// becomes what the report says once a child ran.
+  /// a child and maps what can go wrong there; the outline and the child's output when it
+  /// finished. `decoded` becomes what the report says once a child ran.
   private func run(
     _ job: SandboxJob, _ input: UnsafeRawBufferPointer, limits: MovieLimits, parameters: [UInt8],
     outputCapacity: Int, deadline: Duration, cancellation: (any SandboxCancellation)?,
     decoded: inout DecodeReport?
-  ) throws(VideoError) -> [UInt8] {
+  ) throws(VideoError) -> (MovieOutline, [UInt8]) {
+    let outline: MovieOutline
     do {
-      _ = try MovieAdmission.admit(input, limits: limits)
+      outline = try MovieAdmission.admit(input, limits: limits)
     } catch {
       throw .refused(error)
     }
@@ -123,7 +132,7 @@ public final class SandboxedVideo: Sendable {
       if failure.kind == .corrupt { decoded?.inputSHA256 = Hex.encode(SHA256.hash(input)) }
       throw failure.kind == .corrupt ? .undecodable(failure.reason) : .pipeline(failure)
     }
-    return run.output
+    return (outline, run.output)
   }
 }
 

@@ -150,13 +150,21 @@ public struct AttachmentRecord: Sendable, Hashable {
   /// The end user who uploaded it with a token (the token's `sub`); nil when uploaded with
   /// a tenant API key.
   public var owner: String?
+  /// What was uploaded: `image`, or `video` (whose stored blob is its poster frame).
+  public var kind: String
+  /// The kind's own facts as one JSON object the App writes and reads (a video's duration,
+  /// size, frame times…); nil for an image. Storage keeps it as text and never parses it.
+  public var details: String?
 
   /// A record with every field given.
   public init(
     id: String, tenant: String, blob: BlobHash, contentType: String, width: Int, height: Int, bytes: Int,
-    source: SourceInfo, createdAt: Date, expiresAt: Date, owner: String? = nil
+    source: SourceInfo, createdAt: Date, expiresAt: Date, owner: String? = nil, kind: String = "image",
+    details: String? = nil
   ) {
     self.owner = owner
+    self.kind = kind
+    self.details = details
     self.id = id
     self.tenant = tenant
     self.blob = blob

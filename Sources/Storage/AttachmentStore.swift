@@ -152,7 +152,8 @@ public final class AttachmentStore: Sendable {
   /// `owner` is the end user who uploaded it with a token (nil for a tenant key).
   public func store(
     tenant: String, owner: String? = nil, bytes: UnsafeRawBufferPointer, contentType: String = "image/jpeg",
-    width: Int, height: Int, source: SourceInfo, retention: TimeInterval? = nil
+    width: Int, height: Int, source: SourceInfo, retention: TimeInterval? = nil, kind: String = "image",
+    details: String? = nil
   ) throws -> AttachmentRecord {
     let lifetime = try retention ?? index.retention(tenant: tenant) ?? configuration.defaultRetention
     let hash = BlobHash.of(bytes)
@@ -167,7 +168,8 @@ public final class AttachmentStore: Sendable {
     var record = AttachmentRecord(
       id: SecureRandom.identifier(prefix: "att_"), tenant: tenant, blob: hash, contentType: contentType,
       width: width, height: height, bytes: bytes.count, source: source, createdAt: created,
-      expiresAt: created.addingTimeInterval(lifetime.rounded(.down)), owner: owner)
+      expiresAt: created.addingTimeInterval(lifetime.rounded(.down)), owner: owner, kind: kind,
+      details: details)
     do {
       try index.insert(record)
     } catch let error as StorageError where error.code == .conflict {
@@ -181,13 +183,13 @@ public final class AttachmentStore: Sendable {
   /// Stores an array's bytes; see `store(tenant:owner:bytes:contentType:width:height:source:retention:)`.
   public func store(
     tenant: String, owner: String? = nil, bytes: [UInt8], contentType: String = "image/jpeg", width: Int,
-    height: Int, source: SourceInfo, retention: TimeInterval? = nil
+    height: Int, source: SourceInfo, retention: TimeInterval? = nil, kind: String = "image",
+    details: String? = nil
   ) throws -> AttachmentRecord {
     try bytes.withUnsafeBytes {
       try store(
         tenant: tenant, owner: owner, bytes: $0, contentType: contentType, width: width, height: height,
-        source: source,
-        retention: retention)
+        source: source, retention: retention, kind: kind, details: details)
     }
   }
 

@@ -197,6 +197,11 @@ public final class SQLiteIndex: AttachmentIndex {
       PRIMARY KEY (attachment, profile)
     ) WITHOUT ROWID;
     """,
+    // 6: what an attachment is (`image`, `video`) and the kind's own facts (JSON text).
+    """
+    ALTER TABLE attachments ADD COLUMN kind TEXT NOT NULL DEFAULT 'image';
+    ALTER TABLE attachments ADD COLUMN details TEXT;
+    """,
   ]
 
   private static func migrate(_ connection: SQLiteConnection) throws {
@@ -249,7 +254,7 @@ public final class SQLiteIndex: AttachmentIndex {
   private static let columns = """
     id, tenant, blob, content_type, width, height, bytes, source_format, source_width, source_height, \
     source_bytes, source_orientation, source_orientation_source, source_colour_profile, created_at, expires_at, \
-    owner
+    owner, kind, details
     """
 
   public func insert(_ record: AttachmentRecord) throws {
@@ -261,7 +266,8 @@ public final class SQLiteIndex: AttachmentIndex {
       .integer(Int64(source.bytes)), .integer(Int64(source.orientation)),
       source.orientationSource.map(SQLValue.text) ?? .null, source.colourProfile.map(SQLValue.text) ?? .null,
       .integer(Self.seconds(record.createdAt)), .integer(Self.seconds(record.expiresAt)),
-      record.owner.map(SQLValue.text) ?? .null,
+      record.owner.map(SQLValue.text) ?? .null, .text(record.kind),
+      record.details.map(SQLValue.text) ?? .null,
     ]
     let placeholders = Array(repeating: "?", count: values.count).joined(separator: ", ")
     try write { connection in
@@ -399,7 +405,7 @@ public final class SQLiteIndex: AttachmentIndex {
   }
 
   private static func record(_ row: [SQLValue]) throws -> AttachmentRecord {
-    guard row.count == 17, let id = row[0].text, let tenant = row[1].text,
+    guard row.count == 19, let id = row[0].text, let tenant = row[1].text,
       let blob = row[2].text.flatMap(BlobHash.init(hex:)), let contentType = row[3].text,
       let format = row[7].text
     else { throw StorageError(.corrupt, "malformed attachment row") }
@@ -409,6 +415,7 @@ public final class SQLiteIndex: AttachmentIndex {
       orientationSource: row[12].text, colourProfile: row[13].text)
     return AttachmentRecord(
       id: id, tenant: tenant, blob: blob, contentType: contentType, width: int(4), height: int(5),
-      bytes: int(6), source: source, createdAt: date(row[14]), expiresAt: date(row[15]), owner: row[16].text)
+      bytes: int(6), source: source, createdAt: date(row[14]), expiresAt: date(row[15]), owner: row[16].text,
+      kind: row[17].text ?? "image", details: row[18].text)
   }
 }

@@ -51,7 +51,54 @@ enum AttachmentJSON {
       profiles.raw(profile.rawValue, entry.close())
     }
     object.raw("profiles", profiles.close())
+    object.string("kind", record.kind)
+    if let facts = VideoFacts(details: record.details) { video(facts, view, into: &object) }
     out.append(contentsOf: object.close())
+  }
+
+  /// A video's `video` object (what it is, and what each provider would be charged for it) and
+  /// its `frames`, each with its own link; the poster is the record's image itself.
+  private static func video(_ facts: VideoFacts, _ view: RecordView, into object: inout ObjectWriter) {
+    let frames = facts.frameTimes.indices.compactMap { index -> (Double, Rendition)? in
+      view.renditions[VideoFacts.frameName(index + 1)].map { (facts.frameTimes[index], $0) }
+    }
+    var video = ObjectWriter()
+    video.number("duration", facts.duration)
+    video.int("width", facts.width)
+    video.int("height", facts.height)
+    video.optionalNumber("frame_rate", facts.frameRate)
+    video.optionalNumber("average_frame_rate", facts.averageFrameRate)
+    video.bool("variable_frame_rate", facts.variableFrameRate)
+    video.string("hdr", facts.hdr)
+    video.int("rotation", facts.rotation)
+    video.bool("mirrored", facts.mirrored)
+    video.string("codec", facts.codec)
+    video.bool("audio", facts.audio)
+    video.bool("tone_mapped", facts.toneMapped)
+    video.number("poster_time", facts.posterTime)
+    var tokens = ObjectWriter()
+    for (profile, estimate) in VideoTokens.estimate(facts, frames: frames.map { ($0.1.width, $0.1.height) }) {
+      tokens.int(profile.rawValue, estimate)
+    }
+    video.raw("estimated_tokens", tokens.close())
+    object.raw("video", video.close())
+    var list: [UInt8] = [UInt8(ascii: "[")]
+    for (number, (time, frame)) in frames.enumerated() {
+      if number > 0 { list.append(UInt8(ascii: ",")) }
+      var entry = ObjectWriter()
+      entry.string("url", view.link(view.framePath(number + 1)))
+      if let signed = view.signedPath {
+        entry.string("signed_url", view.link(signed + "&frame=\(number + 1)"))
+      }
+      entry.number("time", time)
+      entry.int("width", frame.width)
+      entry.int("height", frame.height)
+      entry.int("bytes", frame.bytes)
+      entry.string("sha256", frame.blob.hex)
+      list.append(contentsOf: entry.close())
+    }
+    list.append(UInt8(ascii: "]"))
+    object.raw("frames", list)
   }
 
   /// One record as a whole response body (with a final newline).
@@ -107,6 +154,28 @@ enum AttachmentJSON {
     mutating func optional(_ name: String, _ value: String?) {
       if let value {
         string(name, value)
+      } else {
+        key(name)
+        bytes.append(contentsOf: "null".utf8)
+      }
+    }
+
+    mutating func bool(_ name: String, _ value: Bool) {
+      key(name)
+      bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    /// A finite number as JSON writes it (whole numbers without a fraction).
+    mutating func number(_ name: String, _ value: Double) {
+      key(name)
+      let finite = value.isFinite ? value : 0
+      let text = finite == finite.rounded() && abs(finite) < 1e15 ? String(Int(finite)) : String(finite)
+      bytes.append(contentsOf: text.utf8)
+    }
+
+    mutating func optionalNumber(_ name: String, _ value: Double?) {
+      if let value {
+        number(name, value)
       } else {
         key(name)
         bytes.append(contentsOf: "null".utf8)

@@ -1,4 +1,5 @@
 import ImagePipeline
+import VideoPipeline
 
 extension Application {
   /// Upload sizes, caching and retention of the attachments API.
@@ -28,14 +29,38 @@ extension Application {
     public var profiles = ProfileOptions()
     /// libavcodec threads per HEVC picture (see `Pipeline.Configuration.hevcThreads` for why 1).
     public var hevcThreads = 1
+    /// Largest video upload, bytes → 413 `video_too_large_bytes`. Uploads are received up to
+    /// the larger of this and `maxUploadBytes` (what a body is cannot be known before its first
+    /// bytes); a file that turns out to be an image is then held to `maxUploadBytes` before it
+    /// is decoded.
+    public var maxVideoBytes = 512 << 20
+    /// Most frames a video's record lists (one a second, at least 4).
+    public var videoFrames = 16
+    /// Longest edge of a video's poster and frames, pixels.
+    public var videoFrameEdge = 1280
 
     public init() {}
+
+    /// The largest body an upload may send: an image's or a video's limit, whichever is larger.
+    public var maxTransferBytes: Int { max(maxUploadBytes, maxVideoBytes) }
+
+    /// The stills settings these options describe.
+    public func videoStillsSettings() -> VideoStillsSettings {
+      var settings = VideoStillsSettings()
+      settings.maximumFrames = videoFrames
+      settings.minimumFrames = min(settings.minimumFrames, videoFrames)
+      settings.maxEdge = videoFrameEdge
+      settings.limits.maxBytes = maxVideoBytes
+      return settings
+    }
 
     /// `path` as a link a client can follow: absolute when `publicBaseURL` is set.
     func link(_ path: String) -> String { publicBaseURL + path }
 
     public func validate() throws(ConfigurationError) {
-      guard maxUploadBytes > 0, maxParts > 0, cacheMaxAge >= 0, retention > 0, sweepInterval > 0 else {
+      guard maxUploadBytes > 0, maxVideoBytes > 0, videoFrames > 0, videoFrameEdge > 0, maxParts > 0,
+        cacheMaxAge >= 0, retention > 0, sweepInterval > 0
+      else {
         throw ConfigurationError("attachments: sizes, retention and intervals must be positive")
       }
       for (tenant, seconds) in tenantRetention where seconds <= 0 {

@@ -13,24 +13,30 @@ extension AttachmentService {
     let query = head.query.map(String.init)
     // nil: the tenant's default, known once the tenant is.
     let profile = (try? ProfileQuery.profiles(in: head.query).get())?.first
+    let frame: Int?
+    switch FrameQuery.frame(in: head.query) {
+    case .success(let number): frame = number
+    case .failure(let error): return .respond(problem(error, context))
+    }
     guard let caller else {
       // The link is bound to the owner's tenant, which only the index knows.
       return .offload { [self] cancellation in
         signedImage(
-          head, id: id, query: query, profile: profile, context: context, cancellation: cancellation)
+          head, id: id, query: query, profile: profile, frame: frame, context: context,
+          cancellation: cancellation)
       }
     }
     return .offload { [self] cancellation in
       image(
-        head, id: id, tenant: caller.tenant, viewer: caller.viewer, profile: profile, context: context,
-        cancellation: cancellation)
+        head, id: id, tenant: caller.tenant, viewer: caller.viewer, profile: profile, frame: frame,
+        context: context, cancellation: cancellation)
     }
   }
 
   /// A signed-link read (on a worker).
   private func signedImage(
-    _ head: HTTPRequestHead, id: String, query: String?, profile: ModelProfile?, context: RequestContext,
-    cancellation: RequestCancellation
+    _ head: HTTPRequestHead, id: String, query: String?, profile: ModelProfile?, frame: Int?,
+    context: RequestContext, cancellation: RequestCancellation
   ) -> HTTPResponse {
     guard SecureRandom.isIdentifier(id) else { return problem(AccessError.signedLinkInvalid, context) }
     let owner: String?
@@ -41,17 +47,32 @@ extension AttachmentService {
     }
     guard let owner else { return problem(AccessError.signedLinkInvalid, context) }
     return image(
-      head, id: id, tenant: owner, viewer: .tenant, profile: profile, context: context,
+      head, id: id, tenant: owner, viewer: .tenant, profile: profile, frame: frame, context: context,
       cancellation: cancellation)
   }
 
-  /// The tenant's image (on a worker).
+  /// The tenant's image, or a video's frame `frame` (on a worker).
   private func image(
-    _ head: HTTPRequestHead, id: String, tenant: String, viewer: Viewer, profile: ModelProfile?,
+    _ head: HTTPRequestHead, id: String, tenant: String, viewer: Viewer, profile: ModelProfile?, frame: Int?,
     context: RequestContext, cancellation: RequestCancellation
   ) -> HTTPResponse {
     switch lookup(tenant: tenant, viewer: viewer, id: id, requestID: context.requestID) {
     case .failure(let failure): return failure.response
+    case .success(let record) where frame != nil:
+      // A video's frames are stored as they are served (within `video.frameEdge`); a photo
+      // has no frames, and a number past the last is as missing as a wrong id.
+      do {
+        let name = VideoFacts.frameName(frame ?? 0)
+        guard record.kind == "video", let rendition = try store.renditions(of: record)[name] else {
+          return problem(AppError.notFound, context)
+        }
+        return serve(
+          ServedImage(blob: rendition.blob, bytes: rendition.bytes, contentType: record.contentType),
+          head: head,
+          context: context)
+      } catch {
+        return problem(error, context)
+      }
     case .success(let record):
       let chosen = profile ?? options.profiles.defaultProfile(for: tenant)
       do {

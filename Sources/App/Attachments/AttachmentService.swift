@@ -7,6 +7,7 @@ import Server
 import Storage
 import Synchronization
 import Uploads
+import VideoPipeline
 
 /// The attachments API: what an upload's files become (`process`, a domain result the edge
 /// renders), reads, deletes, signed links, and the numbers `/metrics` shows.
@@ -20,6 +21,8 @@ public final class AttachmentService: Sendable {
   public let pipeline: Pipeline
   /// Where every decode of an upload or a rendition runs: the decode sandbox.
   public let imaging: any ImageProcessing
+  /// Where a video's stills are made: the same sandbox (nil: videos are refused with 503).
+  public let video: SandboxedVideo?
   public let access: AccessControl
   public let metrics: AttachdMetrics
   public let options: Application.AttachmentOptions
@@ -33,11 +36,12 @@ public final class AttachmentService: Sendable {
   static let statisticsLifetime: TimeInterval = 5
 
   public init(
-    store: AttachmentStore, imaging: any ImageProcessing, access: AccessControl, metrics: AttachdMetrics,
-    options: Application.AttachmentOptions, eventLog: EventLog, volume: VolumeSpace?
+    store: AttachmentStore, imaging: any ImageProcessing, video: SandboxedVideo?, access: AccessControl,
+    metrics: AttachdMetrics, options: Application.AttachmentOptions, eventLog: EventLog, volume: VolumeSpace?
   ) {
     self.store = store
     self.imaging = imaging
+    self.video = video
     self.pipeline = imaging.pipeline
     self.access = access
     self.metrics = metrics
@@ -76,11 +80,14 @@ public final class AttachmentService: Sendable {
 
   /// Pipeline, then store (the image, then the renditions the request asked for); errors are
   /// returned, not thrown, so a multipart upload goes on. A run stopped by its deadline or
-  /// `cancellation` stores nothing.
+  /// `cancellation` stores nothing. A video (sniffed from its bytes) goes to `processVideo`.
   private func processOne(
     _ bytes: UploadedFile, caller: AttachmentCaller, requestID: String, cancellation: RequestCancellation
   ) -> Result<StoredAttachment, any Error> {
     do {
+      if bytes.withUnsafeBytes({ FormatSniffer.sniff($0) }) == .video {
+        return .success(try processVideo(bytes, caller: caller, cancellation: cancellation))
+      }
       let image = try bytes.withUnsafeBytes {
         try imaging.process($0, profiles: caller.profiles, cancellation: cancellation)
       }
@@ -103,6 +110,10 @@ public final class AttachmentService: Sendable {
       eventLog.info(
         "image refused",
         fields: [("request_id", requestID), ("code", error.code), ("detail", error.description)])
+      return .failure(error)
+    } catch let error as VideoError {
+      eventLog.info(
+        "video refused", fields: [("request_id", requestID), ("code", error.code), ("detail", "\(error)")])
       return .failure(error)
     } catch {
       return .failure(error)

@@ -20,3 +20,19 @@ enum ProfileQuery {
     return .success(profiles)
   }
 }
+
+/// The `frame` query parameter of a video's frame (`?frame=3`, from 1): nil when absent;
+/// `AppError.invalidFrame` for anything but a positive number.
+enum FrameQuery {
+  static func frame(in query: Substring?) -> Result<Int?, AppError> {
+    guard let query else { return .success(nil) }
+    var frame: Int?
+    for pair in query.split(separator: "&") where pair.hasPrefix("frame=") {
+      guard let number = Int(pair.dropFirst("frame=".count)), number >= 1, number <= 1000 else {
+        return .failure(.invalidFrame)
+      }
+      frame = number
+    }
+    return .success(frame)
+  }
+}

@@ -45,6 +45,11 @@ struct RecordView {
     return !explicit && profile == tenantDefault ? plain : plain + "?profile=" + profile.rawValue
   }
 
+  /// The path of a video's frame `number` (from 1).
+  func framePath(_ number: Int) -> String {
+    Application.attachmentsPath + "/" + record.id + "?frame=\(number)"
+  }
+
   /// `path` as a link (absolute with a public base URL).
   func link(_ path: String) -> String { baseURL + path }
 }

@@ -31,7 +31,7 @@ extension AttachmentService {
   func uploadCaller(_ caller: AttachmentCaller) -> UploadCaller {
     UploadCaller(
       tenant: caller.principal.tenant, user: caller.principal.user,
-      maxBytes: access.maxUploadBytes(for: caller.principal, serverLimit: options.maxUploadBytes),
+      maxBytes: access.maxUploadBytes(for: caller.principal, serverLimit: options.maxTransferBytes),
       overMaxBytes: AccessError.token(.maxBytesExceeded),
       destination: AttachmentDestination(service: self, caller: caller))
   }

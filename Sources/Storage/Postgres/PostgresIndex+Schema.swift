@@ -136,6 +136,11 @@ extension PostgresIndex {
     // 5: the node that holds a running idempotency claim, so another node can tell when its
     // holder is gone (PostgresIndex+Liveness) instead of waiting out the claim's lease.
     "ALTER TABLE idempotency_keys ADD COLUMN node text;",
+    // 6: what an attachment is (`image`, `video`) and the kind's own facts (JSON text).
+    """
+    ALTER TABLE attachments ADD COLUMN kind text NOT NULL DEFAULT 'image';
+    ALTER TABLE attachments ADD COLUMN details text;
+    """,
   ]
 
   // pg_advisory_xact_lock key for migrations: "attachd" in ASCII. Every node takes it before

@@ -70,7 +70,8 @@ public final class PostgresIndex: AttachmentIndex {
         source.orientationSource.map(PostgresValue.text) ?? .null,
         source.colourProfile.map(PostgresValue.text) ?? .null,
         .integer(Self.seconds(record.createdAt)), .integer(Self.seconds(record.expiresAt)),
-        record.owner.map(PostgresValue.text) ?? .null,
+        record.owner.map(PostgresValue.text) ?? .null, .text(record.kind),
+        record.details.map(PostgresValue.text) ?? .null,
       ])
   }
 
@@ -172,7 +173,7 @@ public final class PostgresIndex: AttachmentIndex {
   }
 
   private static func record(_ row: PostgresRow) throws -> AttachmentRecord {
-    guard row.values.count == 17, let id = row.text(0), let tenant = row.text(1),
+    guard row.values.count == 19, let id = row.text(0), let tenant = row.text(1),
       let blob = row.text(2).flatMap(BlobHash.init(hex:)), let contentType = row.text(3),
       let format = row.text(7), let created = row.integer(14), let expires = row.integer(15)
     else { throw StorageError(.corrupt, "malformed attachment row") }
@@ -182,6 +183,7 @@ public final class PostgresIndex: AttachmentIndex {
     return AttachmentRecord(
       id: id, tenant: tenant, blob: blob, contentType: contentType, width: row.int(4), height: row.int(5),
       bytes: row.int(6), source: source, createdAt: Date(timeIntervalSince1970: TimeInterval(created)),
-      expiresAt: Date(timeIntervalSince1970: TimeInterval(expires)), owner: row.text(16))
+      expiresAt: Date(timeIntervalSince1970: TimeInterval(expires)), owner: row.text(16),
+      kind: row.text(17) ?? "image", details: row.text(18))
   }
 }

@@ -33,7 +33,7 @@ extension PostgresStatement {
   static let attachmentColumns = """
     id, tenant, blob, content_type, width, height, bytes, source_format, source_width, source_height, \
     source_bytes, source_orientation, source_orientation_source, source_colour_profile, created_at, expires_at, \
-    owner
+    owner, kind, details
     """
 
   /// The row and its blob's reference in one statement (one round trip, atomic).
@@ -42,7 +42,7 @@ extension PostgresStatement {
     """
     WITH added AS (
       INSERT INTO attachments (\(attachmentColumns))
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
       RETURNING blob, bytes
     )
     INSERT INTO blobs (hash, refs, bytes) SELECT blob, 1, bytes FROM added

@@ -1,0 +1,181 @@
+import Foundation
+import ImagePipeline
+import MovieContainers
+import PipelineSandbox
+import Server
+import Storage
+import Uploads
+import VideoPipeline
+
+// A video upload becomes one attachment of kind `video`: its poster frame is the attachment's
+// image (stored, served and described exactly as a photo's JPEG is, profiles included), and
+// its frames are stored beside it as renditions named `frame-1`…`frame-N`, so they share the
+// attachment's lifetime, deletion and sweeping. What the record says about the video itself
+// (duration, upright size, rates, HDR, rotation, codec, audio, the frames' times) is kept as
+// the record's `details`, written and read here only.
+//
+// Everything here runs on the bytes the upload engine received (a spooled file, mapped, never
+// copied into memory whole): the outline is read and checked in this process (Swift), the
+// frames are made in a sandbox child, and every JPEG it hands back is checked again before it
+// is stored.
+extension AttachmentService {
+  /// Stills in the sandbox, then the poster as the attachment and the frames as its renditions.
+  /// A frame that cannot be stored removes the attachment again: a video's record never lists
+  /// fewer frames than it was made with, and nothing of a failed upload stays.
+  func processVideo(
+    _ bytes: UploadedFile, caller: AttachmentCaller, cancellation: RequestCancellation
+  ) throws -> StoredAttachment {
+    guard let video else {
+      throw PipelineError(.sandboxUnavailable, "no video decoding is configured")
+    }
+    let (outline, stills) = try bytes.withUnsafeBytes { input throws(VideoError) in
+      try video.admittedStills(input, cancellation: cancellation)
+    }
+    metrics.recordInputFormat("video")
+    guard let track = outline.videoTrack else { throw VideoError.refused(.noVideo) }
+    let facts = VideoFacts(outline: outline, track: track, stills: stills)
+    let source = Storage.SourceInfo(
+      format: outline.isQuickTime ? "mov" : "mp4", width: track.codedWidth, height: track.codedHeight,
+      bytes: bytes.count, orientation: track.orientation.rawValue, orientationSource: "display-matrix")
+    let record = try store.store(
+      tenant: caller.principal.tenant, owner: caller.principal.user, bytes: stills.poster.jpeg,
+      width: stills.poster.width, height: stills.poster.height, source: source, kind: "video",
+      details: facts.encoded())
+    var renditions: [String: Rendition] = [:]
+    do {
+      for (number, frame) in stills.frames.enumerated() {
+        guard
+          let row = try store.storeRendition(
+            of: record, profile: VideoFacts.frameName(number + 1), bytes: frame.jpeg, width: frame.width,
+            height: frame.height)
+        else { throw AppError.notFound }  // deleted meanwhile: nothing to answer with
+        renditions[row.profile] = row
+      }
+    } catch {
+      _ = try? store.delete(tenant: record.tenant, id: record.id)
+      throw error
+    }
+    return StoredAttachment(record: record, renditions: renditions)
+  }
+}
+
+/// What a video's record says about it, kept as the record's `details` (JSON text).
+struct VideoFacts: Codable, Equatable {
+  /// Seconds, to the millisecond.
+  var duration: Double
+  /// The upright (displayed) size of the video track.
+  var width: Int
+  var height: Int
+  /// The time scale over the most common frame duration, and frames over the duration.
+  var frameRate: Double?
+  var averageFrameRate: Double?
+  var variableFrameRate: Bool
+  /// `none`, `hlg`, `pq`, `dolby_vision_hlg`, `dolby_vision`.
+  var hdr: String
+  /// Degrees clockwise the coded picture is turned to be shown, and whether it is then mirrored
+  /// left to right (the stills have both applied).
+  var rotation: Int
+  var mirrored: Bool
+  var codec: String
+  /// Whether a decodable audio track is there (an `apac`-only iPhone video has none).
+  var audio: Bool
+  /// Whether the stills were tone-mapped from HDR to SDR BT.709.
+  var toneMapped: Bool
+  var posterTime: Double
+  /// The time of each frame, in the order of the renditions `frame-1`, `frame-2`, …
+  var frameTimes: [Double]
+
+  enum CodingKeys: String, CodingKey {
+    case duration, width, height, hdr, rotation, mirrored, codec, audio
+    case frameRate = "frame_rate"
+    case averageFrameRate = "average_frame_rate"
+    case variableFrameRate = "variable_frame_rate"
+    case toneMapped = "tone_mapped"
+    case posterTime = "poster_time"
+    case frameTimes = "frame_times"
+  }
+
+  init(outline: MovieOutline, track: MovieTrack, stills: VideoStills) {
+    duration = Self.milliseconds(outline.duration ?? track.seconds ?? 0)
+    width = track.displayWidth
+    height = track.displayHeight
+    frameRate = track.nominalFrameRate.map(Self.milliseconds)
+    averageFrameRate = track.averageFrameRate.map(Self.milliseconds)
+    variableFrameRate = track.variableFrameRate
+    hdr = track.hdr.rawValue
+    (rotation, mirrored) = Self.turn(track.orientation)
+    codec = track.codec?.rawValue ?? track.format.description
+    audio = outline.tracks.contains { $0.kind == .audio && $0.audioCodecIsDecodable }
+    toneMapped = stills.toneMapped
+    posterTime = Self.milliseconds(stills.poster.time)
+    frameTimes = stills.frames.map { Self.milliseconds($0.time) }
+  }
+
+  /// The rendition name of frame `number` (from 1).
+  static func frameName(_ number: Int) -> String { "frame-\(number)" }
+
+  /// The JSON text stored as the record's `details`.
+  func encoded() -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    // Encoding a struct of numbers, strings and booleans cannot fail.
+    return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+  }
+
+  /// The facts of a stored record; nil for an image, or details this build cannot read.
+  init?(details: String?) {
+    guard let details, let decoded = try? JSONDecoder().decode(Self.self, from: Data(details.utf8)) else {
+      return nil
+    }
+    self = decoded
+  }
+
+  /// EXIF orientation → (degrees clockwise, then mirrored left to right), the way a player
+  /// shows it: a transpose (5, matrix [0 1; 1 0]) is a quarter turn clockwise then a mirror.
+  static func turn(_ orientation: MovieOrientation) -> (Int, Bool) {
+    switch orientation {
+    case .up: (0, false)
+    case .upMirrored: (0, true)
+    case .down: (180, false)
+    case .downMirrored: (180, true)
+    case .leftMirrored: (90, true)
+    case .right: (90, false)
+    case .rightMirrored: (270, true)
+    case .left: (270, false)
+    }
+  }
+
+  static func milliseconds(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+}
+
+/// What each provider would be charged for the video, by its own published rule.
+enum VideoTokens {
+  // Google, "Understand and count tokens" (ai.google.dev/gemini-api/docs/tokens, video
+  // section): "Video files are converted to tokens at a fixed rate of 263 tokens per second"
+  // and "audio files are converted at 32 tokens per second"; the video guide
+  // (ai.google.dev/gemini-api/docs/video-understanding) samples 1 frame a second at 258 tokens
+  // a frame. Decided: the frames are counted at 258 each for ⌈duration⌉ seconds, plus 32 a
+  // second when there is audio (the 263 of the first quote is 258 + ~5 of timestamps, which
+  // the second guide does not count). Gemini 3's default `media_resolution` charges 70 a frame;
+  // the estimate stays with the rule the image profile uses (258 a tile).
+  static let geminiFrameTokens = 258
+  static let geminiAudioTokensPerSecond = 32
+
+  /// Anthropic and OpenAI take no video: a chat backend sends them the frames as images, each
+  /// at its profile's size and charged by that profile's image rule (`ModelProfile`); Gemini
+  /// takes the video itself.
+  static func estimate(_ facts: VideoFacts, frames: [(width: Int, height: Int)]) -> [(ModelProfile, Int)] {
+    var estimates: [(ModelProfile, Int)] = []
+    for profile in [ModelProfile.anthropic, .openai] {
+      let total = frames.reduce(0) { sum, frame in
+        let size = profile.size(ofStored: frame.width, frame.height)
+        return sum + (profile.estimatedTokens(width: size.width, height: size.height) ?? 0)
+      }
+      estimates.append((profile, total))
+    }
+    let seconds = Int(facts.duration.rounded(.up))
+    let gemini = seconds * geminiFrameTokens + (facts.audio ? seconds * geminiAudioTokensPerSecond : 0)
+    estimates.append((.gemini, gemini))
+    return estimates
+  }
+}
