@@ -35,6 +35,54 @@ public struct Attachment: Codable, Sendable, Equatable {
     }
   }
 
+  /// A video's facts (the record's `video`): upright size, rates, HDR, turn, audio, and what
+  /// each provider would be charged for it.
+  public struct Video: Codable, Sendable, Equatable {
+    public let duration: Double
+    public let width: Int
+    public let height: Int
+    public let frameRate: Double?
+    public let averageFrameRate: Double?
+    public let variableFrameRate: Bool
+    public let hdr: String
+    /// Degrees clockwise, then mirrored left to right when `mirrored`.
+    public let rotation: Int
+    public let mirrored: Bool
+    public let codec: String
+    public let audio: Bool
+    public let toneMapped: Bool
+    public let posterTime: Double
+    /// By provider (`anthropic`, `openai`, `gemini`).
+    public let estimatedTokens: [String: Int]
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+      case duration, width, height, hdr, rotation, mirrored, codec, audio
+      case frameRate = "frame_rate"
+      case averageFrameRate = "average_frame_rate"
+      case variableFrameRate = "variable_frame_rate"
+      case toneMapped = "tone_mapped"
+      case posterTime = "poster_time"
+      case estimatedTokens = "estimated_tokens"
+    }
+  }
+
+  /// One of a video's frames (`GET url` answers its JPEG).
+  public struct Frame: Codable, Sendable, Equatable {
+    public let url: String
+    public let signedURL: String?
+    /// Seconds from the start.
+    public let time: Double
+    public let width: Int
+    public let height: Int
+    public let bytes: Int
+    public let sha256: String
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+      case url, time, width, height, bytes, sha256
+      case signedURL = "signed_url"
+    }
+  }
+
   public let id: String
   public let url: String
   public let contentType: String
@@ -51,9 +99,15 @@ public struct Attachment: Codable, Sendable, Equatable {
   public let profile: String
   public let estimatedTokens: Int?
   public let profiles: [String: ProfileImage]
+  /// `image` or `video` (a video's top level describes its poster frame).
+  public let kind: String
+  /// A video's facts; nil for an image.
+  public let video: Video?
+  /// A video's frames in order; nil for an image.
+  public let frames: [Frame]?
 
   enum CodingKeys: String, CodingKey, CaseIterable {
-    case id, url, width, height, bytes, sha256, source, owner, profile, profiles
+    case id, url, width, height, bytes, sha256, source, owner, profile, profiles, kind, video, frames
     case contentType = "content_type"
     case createdAt = "created_at"
     case expiresAt = "expires_at"
@@ -70,5 +124,11 @@ extension Attachment.Source {
   public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 }
 extension Attachment.ProfileImage {
+  public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+}
+extension Attachment.Video {
+  public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+}
+extension Attachment.Frame {
   public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 }

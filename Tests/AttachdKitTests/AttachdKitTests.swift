@@ -362,6 +362,9 @@ struct AttachdKitTests {
     #expect(
       try properties((record?["properties"] as? [String: Any])?["source"]) == Attachment.Source.jsonKeys)
     #expect(try properties(schemas["ProfileImage"]) == Attachment.ProfileImage.jsonKeys)
+    let fields = record?["properties"] as? [String: Any]
+    #expect(try properties(fields?["video"]) == Attachment.Video.jsonKeys)
+    #expect(try properties((fields?["frames"] as? [String: Any])?["items"]) == Attachment.Frame.jsonKeys)
   }
 }
 
