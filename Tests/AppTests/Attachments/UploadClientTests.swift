@@ -111,7 +111,10 @@ struct UploadClientTests {
   }
 
   @Test func aChunkedUploadIsCountedAsItArrivesAndRefusedPastTheLimit() throws {
-    let server = try AttachmentServer { $0.attachments.maxUploadBytes = 500_000 }
+    let server = try AttachmentServer {
+      $0.attachments.maxUploadBytes = 500_000
+      $0.attachments.maxVideoBytes = 500_000
+    }
     defer { server.stop() }
     let ok = try server.upload(file: Self.corpusPath(Self.jpeg), headers: ["Transfer-Encoding: chunked"])
     #expect(ok.status == 201)

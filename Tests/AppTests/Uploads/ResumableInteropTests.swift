@@ -50,7 +50,7 @@ struct ResumableInteropTests {
     if version >= 6 {
       let limit = try #require(interim["Upload-Limit"])
       let lifetimeKey = version == 6 ? "expires=" : "max-age="
-      #expect(limit.contains("max-size=\(64 << 20)") && limit.contains(lifetimeKey), "\(limit)")
+      #expect(limit.contains("max-size=\(512 << 20)") && limit.contains(lifetimeKey), "\(limit)")
     } else {
       #expect(interim["Upload-Limit"] == nil)
     }

@@ -286,6 +286,7 @@ struct ResumableRulesTests {
   @Test func limitsAreAdvertisedAndEnforced() throws {
     let server = try AttachmentServer {
       $0.attachments.maxUploadBytes = 500_000
+      $0.attachments.maxVideoBytes = 500_000
       $0.limits.uploads.maxConcurrentUploadsPerKey = 1
     }
     defer { server.stop() }

@@ -91,6 +91,7 @@ struct SpooledUploadTests {
     let server = try AttachmentServer { config in
       config.uploads.spoolThreshold = 1024
       config.attachments.maxUploadBytes = 20_000
+      config.attachments.maxVideoBytes = 20_000
     }
     defer { server.stop() }
     let reply = try server.post(file: UploadClientTests.corpusPath(Self.jpeg), chunked: true)
