@@ -16,4 +16,8 @@ public enum AppError: Error, Sendable, Equatable {
   case unknownProfile
   /// A `frame` query parameter that is not a frame number (400).
   case invalidFrame
+  /// A video's MP4 asked for before a worker made it (503 + `Retry-After`).
+  case videoProcessing
+  /// A video's MP4 that could not be made (422; the job's code goes to the record).
+  case videoRenditionFailed
 }

@@ -38,6 +38,8 @@ public final class Application: HTTPHandler {
   /// The decode sandbox every image goes through (its helper and one child per decode).
   public let sandbox: Sandbox
   let sweeper: Sweeper
+  /// Makes video MP4 renditions from the index's job queue.
+  let videoJobs: VideoRenditionWorker
   let router: Router<Route>
   let requestIDs = RequestIDs()
   /// Which browser origins may call attachd (`cors.*`).
@@ -111,9 +113,14 @@ public final class Application: HTTPHandler {
       ) {
         report in Self.record(report, metrics: metrics, eventLog: eventLog)
       }
+      let videoJobs = VideoRenditionWorker(
+        store: store, video: video, settings: options.videoRenditionSettings(),
+        node: StorageBackends.nodeName(port: configuration.server.port), sharedIndex: backends.isShared,
+        scratchDirectory: directory, eventLog: eventLog)
+      self.videoJobs = videoJobs
       let service = AttachmentService(
         store: store, imaging: imaging, video: video, access: control, metrics: metrics, options: options,
-        eventLog: eventLog, volume: fullVolume)
+        eventLog: eventLog, volume: fullVolume, videoJobs: videoJobs)
       attachments = service
       uploads = try Uploads(
         configuration: configuration.uploadsConfiguration(), store: backends.uploads, idempotency: store,
@@ -226,6 +233,7 @@ public final class Application: HTTPHandler {
   /// Starts the retention sweeper and the upload commit timer (`makeServer` does this).
   public func startBackgroundWork() {
     sweeper.start()
+    videoJobs.start()
     uploads.start()
   }
 
@@ -233,6 +241,7 @@ public final class Application: HTTPHandler {
   /// has stopped.
   public func stopBackgroundWork() {
     sweeper.stop()
+    videoJobs.stop()
     uploads.stop()
     sandbox.stop()
   }

@@ -188,6 +188,10 @@ public enum ErrorTable {
       PublicError(
         status: 400, code: "unknown_profile",
         title: "Unknown profile (one of: \(ModelProfile.allCases.map(\.rawValue).joined(separator: ", ")))")
+    case .videoProcessing:
+      retryLater("video_processing", "The video's MP4 is still being made")
+    case .videoRenditionFailed:
+      PublicError(status: 422, code: "rendition_failed", title: "The video's MP4 could not be made")
     case .invalidFrame:
       PublicError(status: 400, code: "invalid_frame", title: "The frame parameter is a number from 1")
     case .notFound:

@@ -10,7 +10,7 @@ import Foundation
 /// invisible even before it is swept. Whatever two nodes could disagree about is a lease with
 /// an expiry (running idempotency claims, blob pins), never state held in one process's memory;
 /// the nodes' clocks must agree to well within the shortest lease.
-public protocol AttachmentIndex: Sendable {
+public protocol AttachmentIndex: VideoJobIndex, Sendable {
   /// Adds a row; throws `.conflict` when the id exists.
   func insert(_ record: AttachmentRecord) throws
 

@@ -11,17 +11,25 @@ extension AttachmentStore {
     of record: AttachmentRecord, profile: String, bytes: [UInt8], width: Int, height: Int
   ) throws -> Rendition? {
     try bytes.withUnsafeBytes { buffer in
-      let hash = BlobHash.of(buffer)
-      let pin = try index.pinBlob(hash, now: now, lease: configuration.pinLease)
-      defer { try? index.unpinBlob(pin) }
-      _ = try blobs.put(buffer, sha256: hash)
-      let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-      return try index.insertRendition(
-        Rendition(
-          attachment: record.id, profile: profile, blob: hash, width: width, height: height,
-          bytes: buffer.count,
-          createdAt: created), now: now)
+      try storeRendition(of: record, profile: profile, buffer: buffer, width: width, height: height)
     }
+  }
+
+  /// `storeRendition(of:profile:bytes:width:height:)` of bytes read in place (a video's source,
+  /// mapped from its upload, never copied).
+  public func storeRendition(
+    of record: AttachmentRecord, profile: String, buffer: UnsafeRawBufferPointer, width: Int, height: Int
+  ) throws -> Rendition? {
+    let hash = BlobHash.of(buffer)
+    let pin = try index.pinBlob(hash, now: now, lease: configuration.pinLease)
+    defer { try? index.unpinBlob(pin) }
+    _ = try blobs.put(buffer, sha256: hash)
+    let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+    return try index.insertRendition(
+      Rendition(
+        attachment: record.id, profile: profile, blob: hash, width: width, height: height,
+        bytes: buffer.count,
+        createdAt: created), now: now)
   }
 
   /// The renditions stored for `record`, by profile name.

@@ -202,6 +202,20 @@ public final class SQLiteIndex: AttachmentIndex {
     ALTER TABLE attachments ADD COLUMN kind TEXT NOT NULL DEFAULT 'image';
     ALTER TABLE attachments ADD COLUMN details TEXT;
     """,
+    // 7: video renditions as durable jobs (VideoJob).
+    """
+    CREATE TABLE video_jobs (
+      attachment TEXT PRIMARY KEY,
+      tenant TEXT NOT NULL,
+      state TEXT NOT NULL,
+      code TEXT,
+      holder TEXT,
+      lease_expires_at_ms INTEGER,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      created_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX video_jobs_by_state ON video_jobs (state, created_at);
+    """,
   ]
 
   private static func migrate(_ connection: SQLiteConnection) throws {
@@ -325,6 +339,7 @@ public final class SQLiteIndex: AttachmentIndex {
         var released: [BlobHash: Int] = [:]
         for record in records {
           released[record.blob, default: 0] += 1
+          try connection.query("DELETE FROM video_jobs WHERE attachment = ?", [.text(record.id)])
           for row in try connection.query(
             "DELETE FROM renditions WHERE attachment = ? RETURNING blob", [.text(record.id)])
           {

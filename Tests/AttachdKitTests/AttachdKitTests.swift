@@ -162,21 +162,19 @@ struct AttachdKitTests {
     #expect(leftovers.isEmpty)
   }
 
-  /// What docs/client.md says of Live Photos: the server has no request for a still and its
-  /// paired movie today, and a multipart upload of both stores the still and refuses the movie.
-  /// When this fails, the server takes movies: the client's Live Photo call is due.
-  @Test func aLivePhotosMovieIsRefusedTodayAndItsStillStored() async throws {
+  /// What docs/client.md says of Live Photos: the server does not pair a still and its movie
+  /// yet, and a multipart upload of both stores an image and a video, each with its record.
+  /// When this fails, the server pairs them: the client's Live Photo call is due.
+  @Test func aLivePhotosStillAndMovieAreTwoAttachmentsToday() async throws {
     let server = try LiveAttachd()
     let movie = Self.jpeg.deletingLastPathComponent().deletingLastPathComponent()
       .appendingPathComponent("video/hevc-rot90-mirror.mov")
     let answers = try await Self.client(server.baseURL).uploadMultipart(files: [Self.jpeg, movie])
     #expect(answers.count == 2)
-    #expect((try? answers.first?.get())?.id.hasPrefix("att_") == true)
-    guard case .failure(let refusal) = answers.last else {
-      Issue.record("the movie was taken: the server now stores videos")
-      return
-    }
-    #expect(refusal.status == 415 && refusal.code == "unsupported_format")
+    #expect((try? answers.first?.get())?.kind == "image")
+    let video = try #require(try answers.last?.get())
+    #expect(video.kind == "video" && video.video?.width == 108 && video.video?.height == 192)
+    #expect(video.frames?.count == 4)
   }
 
   @Test(arguments: [false, true], [ResumableProtocol.ietfDraft, .tus])

@@ -33,6 +33,8 @@ final class InMemoryIndex: AttachmentIndex {
     var nextPin = 0
     /// Attachment id → profile → rendition.
     var renditions: [String: [String: Rendition]] = [:]
+    /// Attachment id → its video job, lease end and queueing time.
+    var videoJobs: [String: (job: VideoJob, leaseEnd: Date?, created: Date)] = [:]
   }
 
   /// The state, shared with `sibling()`s: two "nodes" over one index.
@@ -72,6 +74,7 @@ final class InMemoryIndex: AttachmentIndex {
       guard let row = state.rows[id], row.tenant == tenant else { return nil }
       state.rows[id] = nil
       state.renditions[id] = nil
+      state.videoJobs[id] = nil
       return row
     }
   }
@@ -83,6 +86,7 @@ final class InMemoryIndex: AttachmentIndex {
       for row in expired {
         state.rows[row.id] = nil
         state.renditions[row.id] = nil
+        state.videoJobs[row.id] = nil
       }
       return Array(expired)
     }
@@ -264,6 +268,77 @@ final class InMemoryIndex: AttachmentIndex {
       let before = state.counters.count
       state.counters = state.counters.filter { $0.value.expiresAt > cutoff }
       return before - state.counters.count
+    }
+  }
+
+  // MARK: - Video jobs
+
+  func enqueueVideoJob(attachment: String, tenant: String, now: Date) throws {
+    shared.state.withLock { state in
+      guard state.videoJobs[attachment] == nil else { return }
+      state.videoJobs[attachment] = (
+        VideoJob(attachment: attachment, tenant: tenant, state: .queued), nil, now
+      )
+    }
+  }
+
+  func claimVideoJob(holder: String, now: Date, lease: TimeInterval) throws -> VideoJob? {
+    shared.state.withLock { state in
+      let claimable = state.videoJobs.values.filter { entry in
+        entry.job.state == .queued || (entry.job.state == .running && (entry.leaseEnd ?? now) <= now)
+      }
+      guard var entry = claimable.min(by: { $0.created < $1.created }) else { return nil }
+      entry.job.state = .running
+      entry.job.holder = holder
+      entry.job.attempts += 1
+      entry.leaseEnd = now.addingTimeInterval(lease)
+      state.videoJobs[entry.job.attachment] = entry
+      return entry.job
+    }
+  }
+
+  func renewVideoJob(attachment: String, holder: String, now: Date, lease: TimeInterval) throws -> Bool {
+    shared.state.withLock { state in
+      guard var entry = state.videoJobs[attachment], entry.job.state == .running, entry.job.holder == holder
+      else { return false }
+      entry.leaseEnd = now.addingTimeInterval(lease)
+      state.videoJobs[attachment] = entry
+      return true
+    }
+  }
+
+  func finishVideoJob(
+    attachment: String, holder: String, state finished: VideoJob.State, code: String?, releasing: String
+  ) throws -> Bool {
+    shared.state.withLock { state in
+      guard var entry = state.videoJobs[attachment], entry.job.state == .running, entry.job.holder == holder
+      else { return false }
+      entry.job.state = finished
+      entry.job.code = code
+      entry.job.holder = nil
+      entry.leaseEnd = nil
+      state.videoJobs[attachment] = entry
+      state.renditions[attachment]?[releasing] = nil
+      return true
+    }
+  }
+
+  func videoJob(attachment: String) throws -> VideoJob? {
+    shared.state.withLock { $0.videoJobs[attachment]?.job }
+  }
+
+  func requeueVideoJobs(holderPrefix prefix: String) throws -> Int {
+    shared.state.withLock { state in
+      var count = 0
+      for (id, var entry) in state.videoJobs where entry.job.state == .running {
+        guard entry.job.holder?.hasPrefix(prefix) == true else { continue }
+        entry.job.state = .queued
+        entry.job.holder = nil
+        entry.leaseEnd = nil
+        state.videoJobs[id] = entry
+        count += 1
+      }
+      return count
     }
   }
 }

@@ -81,6 +81,7 @@ enum AttachmentJSON {
       tokens.int(profile.rawValue, estimate)
     }
     video.raw("estimated_tokens", tokens.close())
+    video.raw("mp4", mp4(view))
     object.raw("video", video.close())
     var list: [UInt8] = [UInt8(ascii: "[")]
     for (number, (time, frame)) in frames.enumerated() {
@@ -99,6 +100,27 @@ enum AttachmentJSON {
     }
     list.append(UInt8(ascii: "]"))
     object.raw("frames", list)
+  }
+
+  /// A video's MP4: its state (`processing` until a worker made it, `ready`, or `failed` with a
+  /// code), the link that serves it (`?profile=gemini`), and once ready its size and hash.
+  private static func mp4(_ view: RecordView) -> [UInt8] {
+    var mp4 = ObjectWriter()
+    let stored = view.renditions[VideoFacts.mp4Name]
+    let state: String
+    switch view.videoJob?.state {
+    case .ready? where stored != nil: state = "ready"
+    case .failed?: state = "failed"
+    default: state = "processing"
+    }
+    mp4.string("state", state)
+    mp4.optional("code", state == "failed" ? view.videoJob?.code ?? "rendition_failed" : nil)
+    mp4.string("url", view.link(view.path(.gemini, explicit: true)))
+    mp4.optionalInt("width", state == "ready" ? stored?.width : nil)
+    mp4.optionalInt("height", state == "ready" ? stored?.height : nil)
+    mp4.optionalInt("bytes", state == "ready" ? stored?.bytes : nil)
+    mp4.optional("sha256", state == "ready" ? stored?.blob.hex : nil)
+    return mp4.close()
   }
 
   /// One record as a whole response body (with a final newline).

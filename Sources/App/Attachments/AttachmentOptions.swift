@@ -44,6 +44,13 @@ extension Application {
     /// The largest body an upload may send: an image's or a video's limit, whichever is larger.
     public var maxTransferBytes: Int { max(maxUploadBytes, maxVideoBytes) }
 
+    /// The MP4 rendition's settings (the defaults; its source limits are the stills').
+    public func videoRenditionSettings() -> VideoRenditionSettings {
+      var settings = VideoRenditionSettings()
+      settings.limits.maxBytes = maxVideoBytes
+      return settings
+    }
+
     /// The stills settings these options describe.
     public func videoStillsSettings() -> VideoStillsSettings {
       var settings = VideoStillsSettings()

@@ -73,6 +73,8 @@ extension AttachmentService {
       } catch {
         return problem(error, context)
       }
+    case .success(let record) where record.kind == "video" && profile == .gemini:
+      return mp4(of: record, head: head, context: context)
     case .success(let record):
       let chosen = profile ?? options.profiles.defaultProfile(for: tenant)
       do {
@@ -81,6 +83,29 @@ extension AttachmentService {
       } catch {
         return problem(error, context)
       }
+    }
+  }
+
+  /// A video's MP4 (`?profile=gemini`): served once its job is `ready`; 503 `video_processing`
+  /// with `Retry-After` until then (a client waits on it as on any 503); 422 once it failed.
+  private func mp4(of record: AttachmentRecord, head: HTTPRequestHead, context: RequestContext)
+    -> HTTPResponse
+  {
+    do {
+      let job = try store.index.videoJob(attachment: record.id)
+      switch job?.state {
+      case .ready?:
+        guard let stored = try store.renditions(of: record)[VideoFacts.mp4Name] else {
+          return problem(AppError.videoRenditionFailed, context)
+        }
+        return serve(
+          ServedImage(blob: stored.blob, bytes: stored.bytes, contentType: "video/mp4"), head: head,
+          context: context)
+      case .failed?: return problem(AppError.videoRenditionFailed, context)
+      default: return problem(AppError.videoProcessing, context)
+      }
+    } catch {
+      return problem(error, context)
     }
   }
 

@@ -51,6 +51,17 @@ extension AttachmentService {
         else { throw AppError.notFound }  // deleted meanwhile: nothing to answer with
         renditions[row.profile] = row
       }
+      // The MP4 is made after the answer, by whichever node's worker claims the job; the
+      // source is kept as a rendition no URL names until then (VideoRenditionWorker).
+      try bytes.withUnsafeBytes { input in
+        guard
+          try store.storeRendition(
+            of: record, profile: VideoFacts.sourceName, buffer: input, width: track.codedWidth,
+            height: track.codedHeight) != nil
+        else { throw AppError.notFound }
+      }
+      try store.index.enqueueVideoJob(attachment: record.id, tenant: record.tenant, now: store.now)
+      videoJobs?.wake()
     } catch {
       _ = try? store.delete(tenant: record.tenant, id: record.id)
       throw error
@@ -113,6 +124,10 @@ struct VideoFacts: Codable, Equatable {
 
   /// The rendition name of frame `number` (from 1).
   static func frameName(_ number: Int) -> String { "frame-\(number)" }
+  /// The uploaded video itself, kept (never served: no URL names it) until its MP4 is made.
+  static let sourceName = "video-source"
+  /// The MP4 rendition's name.
+  static let mp4Name = "video-mp4"
 
   /// The JSON text stored as the record's `details`.
   func encoded() -> String {

@@ -23,6 +23,8 @@ public final class AttachmentService: Sendable {
   public let imaging: any ImageProcessing
   /// Where a video's stills are made: the same sandbox (nil: videos are refused with 503).
   public let video: SandboxedVideo?
+  /// This node's worker for video MP4 renditions (woken when an upload queues one).
+  let videoJobs: VideoRenditionWorker?
   public let access: AccessControl
   public let metrics: AttachdMetrics
   public let options: Application.AttachmentOptions
@@ -37,11 +39,13 @@ public final class AttachmentService: Sendable {
 
   public init(
     store: AttachmentStore, imaging: any ImageProcessing, video: SandboxedVideo?, access: AccessControl,
-    metrics: AttachdMetrics, options: Application.AttachmentOptions, eventLog: EventLog, volume: VolumeSpace?
+    metrics: AttachdMetrics, options: Application.AttachmentOptions, eventLog: EventLog, volume: VolumeSpace?,
+    videoJobs: VideoRenditionWorker? = nil
   ) {
     self.store = store
     self.imaging = imaging
     self.video = video
+    self.videoJobs = videoJobs
     self.pipeline = imaging.pipeline
     self.access = access
     self.metrics = metrics
@@ -137,7 +141,8 @@ public final class AttachmentService: Sendable {
     return RecordView(
       record: record, renditions: renditions, profile: missing ? .default : profile,
       tenantDefault: options.profiles.defaultProfile(for: record.tenant), baseURL: options.publicBaseURL,
-      signedPath: signedURL(for: record))
+      signedPath: signedURL(for: record),
+      videoJob: record.kind == "video" ? try? store.index.videoJob(attachment: record.id) : nil)
   }
 
   // MARK: - Problems

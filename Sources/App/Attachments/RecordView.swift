@@ -24,6 +24,8 @@ struct RecordView {
   var baseURL: String
   /// The signed path (`…?exp=…&sig=…`), when the record carries one.
   var signedPath: String?
+  /// A video's MP4 job (nil for a photo, or when the index could not be asked).
+  var videoJob: VideoJob? = nil
 
   /// `profile`'s image: the stored default itself when the profile keeps its size, else the
   /// rendition (bytes and hash nil until it is made).

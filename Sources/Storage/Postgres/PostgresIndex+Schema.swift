@@ -141,6 +141,20 @@ extension PostgresIndex {
     ALTER TABLE attachments ADD COLUMN kind text NOT NULL DEFAULT 'image';
     ALTER TABLE attachments ADD COLUMN details text;
     """,
+    // 7: video renditions as durable jobs (VideoJob), claimed FOR UPDATE SKIP LOCKED.
+    """
+    CREATE TABLE video_jobs (
+      attachment text PRIMARY KEY,
+      tenant text NOT NULL,
+      state text NOT NULL,
+      code text,
+      holder text,
+      lease_expires_at_ms bigint,
+      attempts integer NOT NULL DEFAULT 0,
+      created_at bigint NOT NULL
+    );
+    CREATE INDEX video_jobs_by_state ON video_jobs (state, created_at);
+    """,
   ]
 
   // pg_advisory_xact_lock key for migrations: "attachd" in ASCII. Every node takes it before

@@ -15,7 +15,7 @@ extension PostgresStatement {
       pinBlob, unpinBlob, purgeBlobPins, unreferencedBlobs, ensureBlobRow, lockBlob, blobStillNeeded,
       forgetBlob, ensureUsageCounter, lockUsageCounter, setUsageCounter, releaseUsage, usage, purgeUsage,
       deleteRenditionsOf, lockLiveAttachment, insertRendition, addBlobReference, rendition, renditionsOf,
-    ] + uploadStatements
+    ] + uploadStatements + videoJobStatements
 
   // MARK: - Schema
 
@@ -239,7 +239,11 @@ extension PostgresStatement {
 
   /// The renditions of deleted attachments ($1: their ids), with the blobs whose references go.
   static let deleteRenditionsOf = PostgresStatement(
-    "delete_renditions_of", "DELETE FROM renditions WHERE attachment = ANY($1::text[]) RETURNING blob")
+    "delete_renditions_of",
+    """
+    WITH jobs AS (DELETE FROM video_jobs WHERE attachment = ANY($1::text[]))
+    DELETE FROM renditions WHERE attachment = ANY($1::text[]) RETURNING blob
+    """)
   /// Holds the live attachment against deletion until the rendition's insert commits.
   static let lockLiveAttachment = PostgresStatement(
     "lock_live_attachment", "SELECT 1 FROM attachments WHERE id = $1 AND expires_at > $2 FOR SHARE")

@@ -1,0 +1,28 @@
+import Glibc
+
+extension AttachmentStore {
+  /// Calls `body` with a blob's bytes mapped read-only, never held in memory whole: the blob
+  /// store's own file where it has one, else (S3) the blob streamed into an unlinked temporary
+  /// file in `scratchDirectory` first. For a video job's source, which may be hundreds of MiB.
+  public func withMappedBlob<T>(
+    _ hash: BlobHash, scratchDirectory: String, _ body: (UnsafeRawBufferPointer) throws -> T
+  ) throws -> T {
+    let size = try blobs.size(of: hash)
+    if let path = blobs.path(for: hash) {
+      return try MappedUploadBody(path: path, length: size).withUnsafeBytes(body)
+    }
+    let file = try TemporaryFile(directory: scratchDirectory)
+    var offset = 0
+    try blobs.read(
+      hash, range: nil, start: { _ in },
+      body: { chunk in
+        try file.write(chunk, at: offset)
+        offset += chunk.count
+      })
+    guard offset == size else {
+      throw StorageError(.corrupt, "blob \(hash.hex) read \(offset) of \(size) bytes")
+    }
+    return try MappedUploadBody(descriptor: file.descriptor, length: size, label: file.label).withUnsafeBytes(
+      body)
+  }
+}
