@@ -54,15 +54,33 @@ public struct Attachment: Codable, Sendable, Equatable {
     public let posterTime: Double
     /// By provider (`anthropic`, `openai`, `gemini`).
     public let estimatedTokens: [String: Int]
+    /// The MP4 for providers that take video, made after the upload's answer.
+    public let mp4: MP4
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-      case duration, width, height, hdr, rotation, mirrored, codec, audio
+      case duration, width, height, hdr, rotation, mirrored, codec, audio, mp4
       case frameRate = "frame_rate"
       case averageFrameRate = "average_frame_rate"
       case variableFrameRate = "variable_frame_rate"
       case toneMapped = "tone_mapped"
       case posterTime = "poster_time"
       case estimatedTokens = "estimated_tokens"
+    }
+  }
+
+  /// A video's MP4: `processing` (its `url` answers 503 with `Retry-After`), `ready` (with its
+  /// size and hash) or `failed` (with a code).
+  public struct MP4: Codable, Sendable, Equatable {
+    public let state: String
+    public let code: String?
+    public let url: String
+    public let width: Int?
+    public let height: Int?
+    public let bytes: Int?
+    public let sha256: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+      case state, code, url, width, height, bytes, sha256
     }
   }
 
@@ -127,6 +145,9 @@ extension Attachment.ProfileImage {
   public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 }
 extension Attachment.Video {
+  public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+}
+extension Attachment.MP4 {
   public static let jsonKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 }
 extension Attachment.Frame {

@@ -362,6 +362,8 @@ struct AttachdKitTests {
     #expect(try properties(schemas["ProfileImage"]) == Attachment.ProfileImage.jsonKeys)
     let fields = record?["properties"] as? [String: Any]
     #expect(try properties(fields?["video"]) == Attachment.Video.jsonKeys)
+    let video = (fields?["video"] as? [String: Any])?["properties"] as? [String: Any]
+    #expect(try properties(video?["mp4"]) == Attachment.MP4.jsonKeys)
     #expect(try properties((fields?["frames"] as? [String: Any])?["items"]) == Attachment.Frame.jsonKeys)
   }
 }
