@@ -34,6 +34,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".heic", ".heif", ".avif", ".webp", ".gif", ".tif", ".tiff", ".bmp")
+# `--media video`: the movie fixtures (QuickTime, MP4, WebM), mutated as the images are (their
+# boxes' fields too); each one the server takes also queues an MP4 job, so the rendition path
+# in the sandbox is fuzzed with them.
+VIDEO_SUFFIXES = (".mov", ".mp4", ".m4v", ".m4a", ".webm")
 
 
 # --- the error table ----------------------------------------------------------------------------
@@ -70,15 +74,16 @@ def corpus_dir():
     return None
 
 
-def load_seeds(max_bytes):
+def load_seeds(max_bytes, media="image"):
     paths = []
-    corpus = corpus_dir()
+    corpus = corpus_dir() if media == "image" else None
+    suffixes = IMAGE_SUFFIXES if media == "image" else VIDEO_SUFFIXES
     if corpus:
         with open(os.path.join(corpus, "MANIFEST.tsv"), encoding="utf-8") as manifest:
             next(manifest)
             paths += [os.path.join(corpus, line.split("\t", 1)[0]) for line in manifest if line.strip()]
     for folder, _, files in os.walk(os.path.join(ROOT, "Tests", "Fixtures")):
-        paths += [os.path.join(folder, f) for f in files if f.lower().endswith(IMAGE_SUFFIXES)]
+        paths += [os.path.join(folder, f) for f in files if f.lower().endswith(suffixes)]
     seeds = []
     for path in sorted(set(paths)):
         if os.path.isfile(path) and 0 < os.path.getsize(path) <= max_bytes:
@@ -438,6 +443,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=6, help="concurrent keep-alive clients")
     parser.add_argument("--seed", default="random", help="mutation RNG seed; 'random' picks one")
     parser.add_argument("--max-seed-bytes", type=int, default=100 * 1024)
+    parser.add_argument("--media", choices=["image", "video"], default="image", help="which fixtures seed it")
     parser.add_argument("--deadline", type=int, default=10, help="pipeline.deadline of the server, s")
     parser.add_argument("--margin", type=int, default=20, help="s past the deadline before an answer is a hang")
     parser.add_argument("--artifacts", default=os.path.join(ROOT, "Fuzz", "artifacts-sandbox"))
@@ -447,7 +453,7 @@ def main():
     if args.seed == "random":
         args.seed = str(random.SystemRandom().randrange(1 << 32))
     table = error_table()
-    seeds, corpus = load_seeds(args.max_seed_bytes)
+    seeds, corpus = load_seeds(args.max_seed_bytes, args.media)
     if not seeds:
         sys.exit("fuzz-sandbox: no seeds (no corpus and no Tests/Fixtures images)")
     print(f"fuzz-sandbox: seed {args.seed}, {len(seeds)} seed files ≤ {args.max_seed_bytes} B "

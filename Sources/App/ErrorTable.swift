@@ -72,27 +72,36 @@ public enum ErrorTable {
   /// decoded, or one whose frames the still pipeline refused.
   static func publicError(for error: VideoError) -> PublicError {
     switch error {
-    case .refused(let refusal):
-      PublicError(status: refusal.status, code: refusal.code, title: videoTitle(refusal))
+    case .refused(let refusal): publicError(for: refusal)
     case .undecodable: PublicError(status: 422, code: "corrupt", title: "The video cannot be decoded")
     case .pipeline(let error): publicError(for: error.kind)
     }
   }
 
-  // Exhaustive on purpose, as the pipeline's: a new refusal has no row until it has a title.
-  private static func videoTitle(_ refusal: MovieRefusal) -> String {
+  // Exhaustive on purpose, as the pipeline's: a new refusal does not compile until it has a row.
+  // The codes and statuses are MovieRefusal's own (the CLI prints them); a test keeps them equal.
+  static func publicError(for refusal: MovieRefusal) -> PublicError {
     switch refusal {
-    case .tooLargeBytes: "Video file too large"
-    case .tooLong: "Video too long"
-    case .durationUnknown: "The video's duration is not in its header"
-    case .frameTooLarge: "Video frames too large"
-    case .frameRateTooHigh: "Video frame rate too high"
-    case .tooManyTracks: "Video has too many tracks"
-    case .noVideo: "No supported video track"
-    case .externalReference: "The video refers to another file"
-    case .timestampsBackwards: "The video's timestamps run backwards"
-    case .truncated: "The video is truncated"
-    case .corrupt: "The video cannot be decoded"
+    case .tooLargeBytes:
+      PublicError(status: 413, code: "video_too_large_bytes", title: "Video file too large")
+    case .tooLong: PublicError(status: 413, code: "video_too_long", title: "Video too long")
+    case .durationUnknown:
+      PublicError(
+        status: 422, code: "video_duration_unknown", title: "The video's duration is not in its header")
+    case .frameTooLarge:
+      PublicError(status: 413, code: "video_frame_too_large", title: "Video frames too large")
+    case .frameRateTooHigh:
+      PublicError(status: 413, code: "video_frame_rate_too_high", title: "Video frame rate too high")
+    case .tooManyTracks:
+      PublicError(status: 413, code: "video_too_many_tracks", title: "Video has too many tracks")
+    case .noVideo: PublicError(status: 415, code: "video_no_video_track", title: "No supported video track")
+    case .externalReference:
+      PublicError(status: 422, code: "video_external_reference", title: "The video refers to another file")
+    case .timestampsBackwards:
+      PublicError(
+        status: 422, code: "video_timestamps_backwards", title: "The video's timestamps run backwards")
+    case .truncated: PublicError(status: 422, code: "truncated", title: "The video is truncated")
+    case .corrupt: PublicError(status: 422, code: "corrupt", title: "The video cannot be decoded")
     }
   }
 

@@ -213,7 +213,8 @@ public enum MovieOutlineReader {
   /// read as signed (as demuxers read it), time runs backwards.
   private static func readTimeToSample(_ r: ByteReader, _ stts: ISOBox, into track: inout MovieTrack) {
     let count = Int(r.u32(stts.body + 4) ?? 0)
-    let entries = min(count, (stts.end - stts.body - 8) / 8)
+    // A box too short for its header has no entries (not a negative count).
+    let entries = max(0, min(count, (stts.end - stts.body - 8) / 8))
     var samplesByDelta: [UInt32: UInt64] = [:]
     for i in 0..<entries {
       guard let samples = r.u32(stts.body + 8 + 8 * i), let delta = r.u32(stts.body + 12 + 8 * i) else {

@@ -193,17 +193,17 @@ struct SampleTable {
         sizes =
           fixed != 0
           ? Array(repeating: fixed, count: count)
-          : (0..<min(count, (box.end - box.body - 12) / 4)).map { Int(r.u32(box.body + 12 + 4 * $0) ?? 0) }
+          : (0..<max(0, min(count, (box.end - box.body - 12) / 4))).map { Int(r.u32(box.body + 12 + 4 * $0) ?? 0) }
       case "stco", "co64":
         let wide = box.type == FourCC("co64")
-        let count = min(Int(r.u32(box.body + 4) ?? 0), (box.end - box.body - 8) / (wide ? 8 : 4))
+        let count = max(0, min(Int(r.u32(box.body + 4) ?? 0), (box.end - box.body - 8) / (wide ? 8 : 4)))
         chunkOffsets = (0..<count).map {
           Int(
             clamping: (wide ? r.u64(box.body + 8 + 8 * $0) : r.u32(box.body + 8 + 4 * $0).map(UInt64.init))
               ?? 0)
         }
       case "stsc":
-        let count = min(Int(r.u32(box.body + 4) ?? 0), (box.end - box.body - 8) / 12)
+        let count = max(0, min(Int(r.u32(box.body + 4) ?? 0), (box.end - box.body - 8) / 12))
         runs = (0..<count).map {
           (Int(r.u32(box.body + 8 + 12 * $0) ?? 1), Int(r.u32(box.body + 12 + 12 * $0) ?? 0))
         }
@@ -222,7 +222,9 @@ struct SampleTable {
       var offset = chunkOffset
       for _ in 0..<perChunk where sample < sizes.count {
         result.append((offset, sizes[sample]))
-        offset += sizes[sample]
+        // Wrapping: an offset near Int.max (a hostile child's co64) must not trap here; the
+        // sample's bounds are checked where it is read.
+        offset &+= sizes[sample]
         sample += 1
       }
     }

@@ -1,10 +1,12 @@
 import Foundation
 import HTTP
 import ImagePipeline
+import MovieContainers
 import Server
 import Storage
 import TestSupport
 import Testing
+import VideoPipeline
 
 @testable import App
 @testable import Uploads
@@ -76,6 +78,18 @@ import Testing
     #expect(overdue.status == 503 && overdue.headers.first(name: "Retry-After") == "5")
     let gone = ErrorTable.publicError(forPipelineCode: "cancelled")
     #expect(gone.status == 499 && gone.headers.first(name: "Retry-After") == nil)
+  }
+
+  @Test(arguments: [
+    MovieRefusal.tooLargeBytes(1), .tooLong(301), .durationUnknown, .frameTooLarge(width: 8000, height: 4000),
+    .frameRateTooHigh(500), .tooManyTracks(20), .noVideo, .externalReference, .timestampsBackwards,
+    .truncated,
+    .corrupt("x"),
+  ])
+  func everyVideoRefusalHasTheRowItsOwnCodeAndStatusSay(refusal: MovieRefusal) {
+    // The CLI prints MovieRefusal's own code and status; the server's row must be the same.
+    let row = ErrorTable.publicError(for: VideoError.refused(refusal))
+    #expect(row.code == refusal.code && row.status == refusal.status, "\(refusal)")
   }
 
   @Test func unknownErrorsAreInternalAndTheirTextStaysInTheLog() throws {

@@ -234,6 +234,45 @@ import Testing
     let image = try DecoderFixtures.bytes("mono8-limited.heic")
     #expect(throws: MovieOutlineReader.Failure.notAMovie) { try MovieOutlineReader.read(image) }
   }
+  /// Each sample-table box in turn cut to its bare 8-byte header (the rest of its space a `free` box,
+  /// so every parent still adds up): the outline reader and the output check read or refuse it,
+  /// never trap. Found by `Scripts/fuzz-sandbox --media video`: an `stts` shorter than its
+  /// header made a negative entry count, and the server died on the range.
+  @Test(arguments: ["stts", "stsz", "stco", "stsc", "stss"])
+  func aSampleTableBoxShorterThanItsHeaderIsReadWithoutATrap(type: String) throws {
+    for name in ["h264-aac.mp4", "clean-rendition.mp4", "hevc-aac.mov"] {
+      var bytes = try VideoFixtures.bytes(name)
+      let tag = Array(type.utf8)
+      var at = 4
+      var found = 0
+      while at + 4 <= bytes.count {
+        if Array(bytes[at..<(at + 4)]) == tag {
+          let start = at - 4
+          let size =
+            Int(bytes[start]) << 24 | Int(bytes[start + 1]) << 16 | Int(bytes[start + 2]) << 8
+            | Int(bytes[start + 3])
+          if size >= 20 && start + size <= bytes.count {
+            // The box: its 8-byte header alone (not even version and flags); then a free box.
+            bytes.replaceSubrange(start..<(start + 4), with: [0, 0, 0, 8])
+            let rest = size - 8
+            bytes.replaceSubrange(
+              (start + 8)..<(start + 16),
+              with: [
+                UInt8(rest >> 24 & 0xFF), UInt8(rest >> 16 & 0xFF), UInt8(rest >> 8 & 0xFF),
+                UInt8(rest & 0xFF),
+              ]
+                + Array("free".utf8))
+            found += 1
+          }
+        }
+        at += 1
+      }
+      #expect(found > 0 || type == "stss", "\(name): no \(type)")
+      _ = try? MovieOutlineReader.read(bytes)
+      _ = bytes.withUnsafeBytes { try? MovieAdmission.admit($0, limits: MovieLimits()) }
+      _ = try? MovieOutputCheck.verify(bytes)
+    }
+  }
 }
 
 /// The two halves of a Live Photo name the same content identifier: the still in its Apple
