@@ -193,7 +193,9 @@ struct SampleTable {
         sizes =
           fixed != 0
           ? Array(repeating: fixed, count: count)
-          : (0..<max(0, min(count, (box.end - box.body - 12) / 4))).map { Int(r.u32(box.body + 12 + 4 * $0) ?? 0) }
+          : (0..<max(0, min(count, (box.end - box.body - 12) / 4))).map {
+            Int(r.u32(box.body + 12 + 4 * $0) ?? 0)
+          }
       case "stco", "co64":
         let wide = box.type == FourCC("co64")
         let count = max(0, min(Int(r.u32(box.body + 4) ?? 0), (box.end - box.body - 8) / (wide ? 8 : 4)))
