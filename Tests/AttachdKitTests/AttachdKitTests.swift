@@ -162,10 +162,9 @@ struct AttachdKitTests {
     #expect(leftovers.isEmpty)
   }
 
-  /// What docs/client.md says of Live Photos: the server does not pair a still and its movie
-  /// yet, and a multipart upload of both stores an image and a video, each with its record.
-  /// When this fails, the server pairs them: the client's Live Photo call is due.
-  @Test func aLivePhotosStillAndMovieAreTwoAttachmentsToday() async throws {
+  /// What docs/client.md says of Live Photos: a still and a movie that are not a pair (no
+  /// shared content identifier) sent together are two attachments, an image and a video.
+  @Test func aStillAndAMovieThatAreNotAPairAreTwoAttachments() async throws {
     let server = try LiveAttachd()
     let movie = Self.jpeg.deletingLastPathComponent().deletingLastPathComponent()
       .appendingPathComponent("video/hevc-rot90-mirror.mov")

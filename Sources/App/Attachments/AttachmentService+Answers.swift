@@ -12,7 +12,7 @@ extension AttachmentService {
   /// `part` index) and `Location` of the first stored; when every file failed, the first
   /// failure's problem. A refusal of the whole upload is its problem.
   func answer(_ outcome: UploadOutcome, describing profile: ModelProfile, requestID: String) -> UploadAnswer {
-    let results: [Result<StoredAttachment, any Error>]
+    let results: [Result<StoredAttachment, any Error>?]
     let multipart: Bool
     switch outcome {
     case .refused(let error):
@@ -23,8 +23,11 @@ extension AttachmentService {
     var body: [UInt8] = multipart ? [UInt8(ascii: "[")] : []
     var first: StoredAttachment?
     var firstFailure: (any Error)?
+    var listed = 0
     for (index, result) in results.enumerated() {
-      if multipart && index > 0 { body.append(UInt8(ascii: ",")) }
+      guard let result else { continue }
+      if multipart && listed > 0 { body.append(UInt8(ascii: ",")) }
+      listed += 1
       switch result {
       case .success(let stored):
         first = first ?? stored

@@ -63,7 +63,7 @@ extension AttachmentService {
       // has no frames, and a number past the last is as missing as a wrong id.
       do {
         let name = VideoFacts.frameName(frame ?? 0)
-        guard record.kind == "video", let rendition = try store.renditions(of: record)[name] else {
+        guard record.hasMotion, let rendition = try store.renditions(of: record)[name] else {
           return problem(AppError.notFound, context)
         }
         return serve(
@@ -73,7 +73,7 @@ extension AttachmentService {
       } catch {
         return problem(error, context)
       }
-    case .success(let record) where record.kind == "video" && profile == .gemini:
+    case .success(let record) where record.hasMotion && profile == .gemini:
       return mp4(of: record, head: head, context: context)
     case .success(let record):
       let chosen = profile ?? options.profiles.defaultProfile(for: tenant)

@@ -1,4 +1,5 @@
 import Foundation
+import ImageContainers
 import ImagePipeline
 import MovieContainers
 import PipelineSandbox
@@ -19,12 +20,59 @@ import VideoPipeline
 // frames are made in a sandbox child, and every JPEG it hands back is checked again before it
 // is stored.
 extension AttachmentService {
-  /// Stills in the sandbox, then the poster as the attachment and the frames as its renditions.
-  /// A frame that cannot be stored removes the attachment again: a video's record never lists
-  /// fewer frames than it was made with, and nothing of a failed upload stays.
+  /// A video's stills made in the sandbox, with what its header says.
+  struct MadeVideo {
+    var outline: MovieOutline
+    var track: MovieTrack
+    var stills: VideoStills
+    var facts: VideoFacts
+  }
+
+  /// Stills in the sandbox, then the poster as the attachment and the frames as its renditions
+  /// (`attachMotion`).
   func processVideo(
     _ bytes: UploadedFile, caller: AttachmentCaller, cancellation: RequestCancellation
   ) throws -> StoredAttachment {
+    let made = try makeStills(bytes, cancellation: cancellation)
+    let source = Storage.SourceInfo(
+      format: made.outline.isQuickTime ? "mov" : "mp4", width: made.track.codedWidth,
+      height: made.track.codedHeight, bytes: bytes.count, orientation: made.track.orientation.rawValue,
+      orientationSource: "display-matrix")
+    let poster = made.stills.poster
+    let record = try store.store(
+      tenant: caller.principal.tenant, owner: caller.principal.user, bytes: poster.jpeg, width: poster.width,
+      height: poster.height, source: source, kind: "video", details: made.facts.encoded())
+    return StoredAttachment(record: record, renditions: try attachMotion(made, bytes, to: record))
+  }
+
+  /// A Live Photo: the still is the attachment, exactly as a photo's (kind `live_photo`), and
+  /// the movie its motion (`video`, `frames`, the MP4). A movie that cannot be made into stills
+  /// leaves the still a plain photo and answers its own error at its part.
+  func processLivePhoto(
+    _ still: UploadedFile, movie: UploadedFile, caller: AttachmentCaller, requestID: String,
+    cancellation: RequestCancellation
+  ) -> (still: Result<StoredAttachment, any Error>, movie: (any Error)?) {
+    var motion: MadeVideo?
+    var movieError: (any Error)?
+    do { motion = try makeStills(movie, cancellation: cancellation) } catch {
+      movieError = logged(error, requestID: requestID)
+    }
+    do {
+      var stored = try processImage(
+        still, caller: caller, cancellation: cancellation, kind: motion == nil ? "image" : "live_photo",
+        details: motion?.facts.encoded())
+      if let motion {
+        let frames = try attachMotion(motion, movie, to: stored.record)
+        stored.renditions.merge(frames) { $1 }
+      }
+      return (.success(stored), movieError)
+    } catch {
+      return (.failure(logged(error, requestID: requestID)), movieError)
+    }
+  }
+
+  /// The outline read and checked here, the poster and frames made in a sandbox child.
+  func makeStills(_ bytes: UploadedFile, cancellation: RequestCancellation) throws -> MadeVideo {
     guard let video else {
       throw PipelineError(.sandboxUnavailable, "no video decoding is configured")
     }
@@ -33,17 +81,20 @@ extension AttachmentService {
     }
     metrics.recordInputFormat("video")
     guard let track = outline.videoTrack else { throw VideoError.refused(.noVideo) }
-    let facts = VideoFacts(outline: outline, track: track, stills: stills)
-    let source = Storage.SourceInfo(
-      format: outline.isQuickTime ? "mov" : "mp4", width: track.codedWidth, height: track.codedHeight,
-      bytes: bytes.count, orientation: track.orientation.rawValue, orientationSource: "display-matrix")
-    let record = try store.store(
-      tenant: caller.principal.tenant, owner: caller.principal.user, bytes: stills.poster.jpeg,
-      width: stills.poster.width, height: stills.poster.height, source: source, kind: "video",
-      details: facts.encoded())
+    return MadeVideo(
+      outline: outline, track: track, stills: stills,
+      facts: VideoFacts(outline: outline, track: track, stills: stills))
+  }
+
+  /// Stores a video's frames as renditions of `record`, keeps the source for the MP4 and queues
+  /// its job. Anything that cannot be stored removes the attachment again: a record never lists
+  /// fewer frames than it was made with, and nothing of a failed upload stays.
+  func attachMotion(_ made: MadeVideo, _ bytes: UploadedFile, to record: AttachmentRecord) throws -> [String:
+    Rendition]
+  {
     var renditions: [String: Rendition] = [:]
     do {
-      for (number, frame) in stills.frames.enumerated() {
+      for (number, frame) in made.stills.frames.enumerated() {
         guard
           let row = try store.storeRendition(
             of: record, profile: VideoFacts.frameName(number + 1), bytes: frame.jpeg, width: frame.width,
@@ -56,8 +107,8 @@ extension AttachmentService {
       try bytes.withUnsafeBytes { input in
         guard
           try store.storeRendition(
-            of: record, profile: VideoFacts.sourceName, buffer: input, width: track.codedWidth,
-            height: track.codedHeight) != nil
+            of: record, profile: VideoFacts.sourceName, buffer: input, width: made.track.codedWidth,
+            height: made.track.codedHeight) != nil
         else { throw AppError.notFound }
       }
       try store.index.enqueueVideoJob(attachment: record.id, tenant: record.tenant, now: store.now)
@@ -66,7 +117,50 @@ extension AttachmentService {
       _ = try? store.delete(tenant: record.tenant, id: record.id)
       throw error
     }
-    return StoredAttachment(record: record, renditions: renditions)
+    return renditions
+  }
+}
+
+extension AttachmentRecord {
+  /// Whether it has motion: a video, or a Live Photo (frames, the MP4, `video` in its record).
+  var hasMotion: Bool { kind == "video" || kind == "live_photo" }
+}
+
+/// Which parts of a multipart upload are a Live Photo's still and its movie: the content
+/// identifier in the still's Apple MakerNote (tag 0x0011, JPEG or HEIC) equal to the movie's
+/// `com.apple.quicktime.content.identifier`. Read from the headers only (Swift, nothing
+/// decoded); the identifiers are used here and never stored or shown.
+enum LivePhotoPairs {
+  /// Still part index → movie part index; each part in one pair at most, first match first.
+  static func find(_ parts: [UploadedFile]) -> [Int: Int] {
+    var stills: [(Int, String)] = []
+    var movies: [(Int, String)] = []
+    for (index, part) in parts.enumerated() {
+      part.withUnsafeBytes { bytes in
+        switch FormatSniffer.sniff(bytes) {
+        case .jpeg, .heif:
+          let format = FormatSniffer.sniff(bytes)
+          if let id = (try? ImageHeader.read(bytes, format: format))?.exif?.appleContentIdentifier,
+            !id.isEmpty
+          {
+            stills.append((index, id))
+          }
+        case .video:
+          if let id = (try? MovieOutlineReader.read(bytes))?.contentIdentifier, !id.isEmpty {
+            movies.append((index, id))
+          }
+        default: break
+        }
+      }
+    }
+    var pairs: [Int: Int] = [:]
+    var taken = Set<Int>()
+    for (still, id) in stills {
+      guard let movie = movies.first(where: { $0.1 == id && !taken.contains($0.0) })?.0 else { continue }
+      pairs[still] = movie
+      taken.insert(movie)
+    }
+    return pairs
   }
 }
 

@@ -69,14 +69,27 @@ public final class AttachmentService: Sendable {
     case .success(let reserved): hold = reserved
     }
     var failed = UsageAmount.zero
-    var results: [Result<StoredAttachment, any Error>] = []
-    for part in upload.parts {
-      let result = processOne(part, caller: caller, requestID: upload.requestID, cancellation: cancellation)
-      if case .failure = result {
-        failed.files += 1
-        failed.bytes += part.count
+    // A Live Photo's still and movie in one multipart upload: the movie's part joins its still's.
+    let movieOfStill = upload.multipart ? LivePhotoPairs.find(upload.parts) : [:]
+    let pairedMovies = Set(movieOfStill.values)
+    var results: [Result<StoredAttachment, any Error>?] = Array(repeating: nil, count: upload.parts.count)
+    for (index, part) in upload.parts.enumerated() where !pairedMovies.contains(index) {
+      if let movie = movieOfStill[index] {
+        let (still, motion) = processLivePhoto(
+          part, movie: upload.parts[movie], caller: caller, requestID: upload.requestID,
+          cancellation: cancellation)
+        results[index] = still
+        if let motion { results[movie] = .failure(motion) }
+      } else {
+        results[index] = processOne(
+          part, caller: caller, requestID: upload.requestID, cancellation: cancellation)
       }
-      results.append(result)
+    }
+    for (index, result) in results.enumerated() {
+      if case .failure? = result {
+        failed.files += 1
+        failed.bytes += upload.parts[index].count
+      }
     }
     giveBack(failed, of: hold, requestID: upload.requestID)
     return .processed(multipart: upload.multipart, results)
@@ -92,36 +105,51 @@ public final class AttachmentService: Sendable {
       if bytes.withUnsafeBytes({ FormatSniffer.sniff($0) }) == .video {
         return .success(try processVideo(bytes, caller: caller, cancellation: cancellation))
       }
-      let image = try bytes.withUnsafeBytes {
-        try imaging.process($0, profiles: caller.profiles, cancellation: cancellation)
-      }
-      for timing in image.timings {
-        let (seconds, attoseconds) = timing.duration.components
-        metrics.recordStage(timing.stage, seconds: Double(seconds) + Double(attoseconds) * 1e-18)
-      }
-      metrics.recordInputFormat(image.source.format)
-      let source = Storage.SourceInfo(
-        format: image.source.format, width: image.source.width, height: image.source.height,
-        bytes: image.source.bytes, orientation: image.source.orientation,
-        orientationSource: image.source.orientationSource.rawValue, colourProfile: image.source.colourProfile)
-      let record = try store.store(
-        tenant: caller.principal.tenant, owner: caller.principal.user, bytes: image.jpeg, width: image.width,
-        height: image.height, source: source)
-      return .success(
-        StoredAttachment(record: record, renditions: try storeRenditions(image.renditions, of: record)))
-    } catch let error as PipelineError {
-      // The library's words go to the event log only; never the file name or any bytes.
+      return .success(try processImage(bytes, caller: caller, cancellation: cancellation))
+    } catch {
+      return .failure(logged(error, requestID: requestID))
+    }
+  }
+
+  /// The still pipeline, then the store: the image as `kind` (with `details`), then the
+  /// renditions the request asked for.
+  func processImage(
+    _ bytes: UploadedFile, caller: AttachmentCaller, cancellation: RequestCancellation,
+    kind: String = "image",
+    details: String? = nil
+  ) throws -> StoredAttachment {
+    let image = try bytes.withUnsafeBytes {
+      try imaging.process($0, profiles: caller.profiles, cancellation: cancellation)
+    }
+    for timing in image.timings {
+      let (seconds, attoseconds) = timing.duration.components
+      metrics.recordStage(timing.stage, seconds: Double(seconds) + Double(attoseconds) * 1e-18)
+    }
+    metrics.recordInputFormat(image.source.format)
+    let source = Storage.SourceInfo(
+      format: image.source.format, width: image.source.width, height: image.source.height,
+      bytes: image.source.bytes, orientation: image.source.orientation,
+      orientationSource: image.source.orientationSource.rawValue, colourProfile: image.source.colourProfile)
+    let record = try store.store(
+      tenant: caller.principal.tenant, owner: caller.principal.user, bytes: image.jpeg, width: image.width,
+      height: image.height, source: source, kind: kind, details: details)
+    return StoredAttachment(record: record, renditions: try storeRenditions(image.renditions, of: record))
+  }
+
+  /// `error`, its refusal logged first (the library's words go to the event log only; never
+  /// the file name or any bytes).
+  func logged(_ error: any Error, requestID: String) -> any Error {
+    switch error {
+    case let error as PipelineError:
       eventLog.info(
         "image refused",
         fields: [("request_id", requestID), ("code", error.code), ("detail", error.description)])
-      return .failure(error)
-    } catch let error as VideoError {
+    case let error as VideoError:
       eventLog.info(
         "video refused", fields: [("request_id", requestID), ("code", error.code), ("detail", "\(error)")])
-      return .failure(error)
-    } catch {
-      return .failure(error)
+    default: break
     }
+    return error
   }
 
   func signedURL(for record: AttachmentRecord) -> String {
@@ -142,7 +170,7 @@ public final class AttachmentService: Sendable {
       record: record, renditions: renditions, profile: missing ? .default : profile,
       tenantDefault: options.profiles.defaultProfile(for: record.tenant), baseURL: options.publicBaseURL,
       signedPath: signedURL(for: record),
-      videoJob: record.kind == "video" ? try? store.index.videoJob(attachment: record.id) : nil)
+      videoJob: record.hasMotion ? try? store.index.videoJob(attachment: record.id) : nil)
   }
 
   // MARK: - Problems
@@ -180,7 +208,8 @@ public final class AttachmentService: Sendable {
 /// user's allowances) before any was decoded.
 enum UploadOutcome {
   case refused(any Error)
-  case processed(multipart: Bool, [Result<StoredAttachment, any Error>])
+  /// One result per part, in order; nil for a part that joined another (a Live Photo's movie).
+  case processed(multipart: Bool, [Result<StoredAttachment, any Error>?])
 }
 
 /// A stored attachment and the renditions stored with it, by profile name.

@@ -32,7 +32,7 @@ import Testing
 
   /// Fetches the poster and every frame a record names, each checked against its `sha256`.
   static func outputs(_ server: AttachmentServer, _ record: [String: Any]) throws -> Uploaded {
-    #expect(record["kind"] as? String == "video")
+    #expect(["video", "live_photo"].contains(record["kind"] as? String))
     let video = try #require(record["video"] as? [String: Any])
     let frames = try #require(record["frames"] as? [[String: Any]])
     var outputs: [[UInt8]] = []
@@ -195,6 +195,47 @@ import Testing
     let items = try #require(reply.jsonArray)
     #expect(items.map { $0["kind"] as? String } == ["video", "image"])
     _ = try Self.outputs(server, items[0])
+  }
+
+  @Test func aLivePhotosStillAndMovieBecomeOneAttachmentAndOthersStayApart() throws {
+    let server = try AttachmentServer()
+    defer { server.stop() }
+    func post(_ files: [(String, String)]) throws -> [[String: Any]] {
+      var form = MultipartForm()
+      for (name, type) in files {
+        form.addFile("file", filename: name, try VideoFixtures.bytes(name), contentType: type)
+      }
+      let reply = try server.client.execute(
+        "POST", "/v1/attachments", headers: Self.key + ["Content-Type": form.contentType],
+        body: .bytes(form.body))
+      #expect(reply.status == 201, "\(reply.status) \(reply.code ?? "")")
+      return try #require(reply.jsonArray)
+    }
+    // The pair, in either order: one attachment, the still as its image.
+    for files in [
+      [("live-photo.jpg", "image/jpeg"), ("live-photo.mov", "video/quicktime")],
+      [("live-photo.mov", "video/quicktime"), ("live-photo.jpg", "image/jpeg")],
+    ] {
+      let items = try post(files)
+      #expect(items.count == 1)
+      let record = try #require(items.first)
+      #expect(record["kind"] as? String == "live_photo")
+      #expect((record["source"] as? [String: Any])?["format"] as? String == "jpeg")
+      let uploaded = try Self.outputs(server, record)
+      #expect(uploaded.outputs.count == 5)
+      let text = try JSONSerialization.data(withJSONObject: record)
+      for output in uploaded.outputs + [[UInt8](text)] {
+        for planted in VideoFixtures.planted {
+          #expect(!output.contains(subsequence: Array(planted.utf8)), "\(planted)")
+        }
+      }
+      let id = try #require(record["id"] as? String)
+      let mp4 = try VideoRenditionTests.waitForMP4(server.client, id)
+      #expect(((mp4["video"] as? [String: Any])?["mp4"] as? [String: Any])?["state"] as? String == "ready")
+    }
+    // Identifiers that do not match: two attachments, a photo and a video.
+    let apart = try post([("live-photo.jpg", "image/jpeg"), ("live-photo-other.mov", "video/quicktime")])
+    #expect(apart.map { $0["kind"] as? String } == ["image", "video"])
   }
 
   @Test func aVideoSentResumablyOrOverTusEndsInThePlainUploadsRecord() throws {
