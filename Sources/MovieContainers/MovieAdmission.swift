@@ -122,7 +122,9 @@ public enum MovieAdmission {
     guard duration <= limits.maxDuration else { throw .tooLong(duration) }
     let (w, h) = (video.codedWidth, video.codedHeight)
     guard w > 0, h > 0 else { throw .corrupt("video track without a frame size") }
-    guard w * h <= limits.maxFramePixels, max(w, h) <= limits.maxEdge else {
+    // The edge first: a WebM's pixel width is a free-sized integer, and the area of two
+    // unchecked ones overflows.
+    guard max(w, h) <= limits.maxEdge, w * h <= limits.maxFramePixels else {
       throw .frameTooLarge(width: w, height: h)
     }
     if video.timeRunsBackwards { throw .timestampsBackwards }

@@ -26,6 +26,11 @@ public struct MovieOutline: Sendable, Equatable {
   /// Bytes of the whole file as the reader saw it.
   public var fileSize: Int
 
+  public init(majorBrand: FourCC, fileSize: Int) {
+    self.majorBrand = majorBrand
+    self.fileSize = fileSize
+  }
+
   /// Whether the brands say QuickTime (iPhones write `qt  `).
   public var isQuickTime: Bool { majorBrand == FourCC("qt  ") }
 

@@ -178,13 +178,16 @@ enum WebMOutlineReader {
       let seen = blocks[number] ?? Blocks()
       outline.tracks[index].sampleCount = seen.count
       if let first = seen.first {
-        let span = Double(seen.last - first) * microsecondsPerUnit
+        // In doubles: the difference of two extreme times overflows an Int64.
+        let span = (Double(seen.last) - Double(first)) * microsecondsPerUnit
         // The last frame lasts one frame duration (or as long as the average one).
         let frame =
           outline.tracks[index].commonSampleDelta > 0
           ? Double(outline.tracks[index].commonSampleDelta)
           : (seen.count > 1 ? span / Double(seen.count - 1) : 0)
-        outline.tracks[index].mediaDuration = UInt64(max(0, span + frame).rounded())
+        // Capped far below UInt64.max (a hostile time scale makes any span): admission
+        // refuses such a length as too long.
+        outline.tracks[index].mediaDuration = UInt64(min(max(0, span + frame), 0x1p62).rounded())
       }
     }
     if let statedDuration, statedDuration > 0, statedDuration.isFinite {
@@ -269,11 +272,14 @@ enum WebMOutlineReader {
       return
     }
     let relative = Int16(bitPattern: UInt16(bytes[at + length]) << 8 | UInt16(bytes[at + length + 1]))
-    let time = (clusterTime ?? 0) + Int64(relative)
+    // A cluster time is a free-sized integer: one near Int64.max plus the block's offset would
+    // overflow, and such a block is not counted.
+    let (time, overflow) = (clusterTime ?? 0).addingReportingOverflow(Int64(relative))
+    guard !overflow else { return }
     var seen = blocks[number] ?? Blocks()
     seen.count += 1
+    seen.last = seen.first == nil ? time : max(seen.last, time)
     seen.first = min(seen.first ?? time, time)
-    seen.last = max(seen.last, time)
     blocks[number] = seen
   }
 

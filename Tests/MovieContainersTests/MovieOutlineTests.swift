@@ -224,6 +224,47 @@ import Testing
     }
   }
 
+  /// A WebM's pixel width and height are free-sized integers: two huge ones are refused as too
+  /// large, not multiplied into an overflow (found by CI's 60 s FuzzMovieOutline run).
+  @Test func aFrameSizeWhoseAreaOverflowsIsRefused() throws {
+    var track = MovieTrack()
+    track.kind = .video
+    track.format = FourCC("vp08")
+    track.timescale = 1000
+    track.mediaDuration = 1000
+    for (width, height) in [(Int.max, Int.max), (1 << 40, 1 << 40), (Int.max, 1), (1, Int.max)] {
+      track.codedWidth = width
+      track.codedHeight = height
+      var outline = MovieOutline(majorBrand: FourCC("webm"), fileSize: 100)
+      outline.duration = 1
+      outline.tracks = [track]
+      #expect(throws: MovieRefusal.frameTooLarge(width: width, height: height)) {
+        try MovieAdmission.check(outline, limits: MovieLimits())
+      }
+    }
+  }
+
+  /// A cluster time at the end of Int64 (its blocks' offsets would overflow it) is read without a
+  /// trap and the recording is refused, not admitted (found by CI's FuzzMovieOutline run).
+  @Test func aClusterTimeAtTheEndOfTimeIsReadWithoutATrap() throws {
+    var bytes = try VideoFixtures.bytes("vp8-live-tags.webm")
+    // The first cluster (size 0x164B, a two-byte vint) starts with its time, E7 81 00: make
+    // that an eight-byte Int64.max and the cluster seven bytes longer.
+    let cluster = try #require(bytes.firstRange(of: [0x1F, 0x43, 0xB6, 0x75, 0x56, 0x4B, 0xE7, 0x81, 0x00]))
+    bytes.replaceSubrange(
+      cluster,
+      with: [0x1F, 0x43, 0xB6, 0x75, 0x56, 0x52, 0xE7, 0x88, 0x7F] + [UInt8](repeating: 0xFF, count: 7))
+    let movie = try MovieOutlineReader.read(bytes)
+    #expect(movie.tracks.count == 2)
+    let verdict = bytes.withUnsafeBytes { raw -> MovieRefusal? in
+      do throws(MovieRefusal) {
+        _ = try MovieAdmission.admit(raw, limits: MovieLimits())
+        return nil
+      } catch { return error }
+    }
+    #expect(verdict != nil)
+  }
+
   /// Every prefix of a real file is refused cleanly or read; none traps (the reader is bounded).
   @Test func everyCutIsRefusedOrRead() throws {
     let bytes = try VideoFixtures.bytes("iphone-metadata.mov")
