@@ -45,6 +45,8 @@ import Testing
     #expect(FormatSniffer.sniff(ftyp("avis", ["avif", "msf1"])) == .avifSequence)
     #expect(FormatSniffer.sniff(ftyp("isom", ["mp41"])) == .video)
     #expect(FormatSniffer.sniff(ftyp("qt  ", [])) == .video)
+    // An EBML header (Matroska, WebM): the movie reader checks the doc type.
+    #expect(FormatSniffer.sniff([0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81, 0x01]) == .video)
     #expect(FormatSniffer.sniff(Array("%PDF-1.7".utf8)) == .pdf)
     #expect(FormatSniffer.sniff(Array("\u{FEFF}  <?xml version=\"1.0\"?><svg width=\"1\"/>".utf8)) == .svg)
     #expect(FormatSniffer.sniff(Array("<!DOCTYPE html><html>".utf8)) == .html)

@@ -5,7 +5,8 @@ public enum SniffedFormat: String, Sendable, Equatable, CaseIterable {
   case jpeg, png, gif, webp, heif, avif
   /// `avis`: an AVIF image sequence (animation); not accepted.
   case avifSequence = "avif-sequence"
-  /// ISOBMFF video (`mp4`, `mov`, `isom`, …).
+  /// Video: ISOBMFF (`mp4`, `mov`, `isom`, …) or Matroska/WebM (an EBML header; its doc type
+  /// is the movie reader's to check).
   case video
   case pdf, svg, html, xml, tiff, bmp
   case jpegXL = "jxl"
@@ -46,6 +47,7 @@ public enum FormatSniffer {
     if r.matches(0, Array("GIF87a".utf8)) || r.matches(0, Array("GIF89a".utf8)) { return .gif }
     if r.matches(0, Array("RIFF".utf8)) && r.matches(8, Array("WEBP".utf8)) { return .webp }
     if r.fourCC(4) == FourCC("ftyp") { return sniffISOBMFF(r) }
+    if r.matches(0, [0x1A, 0x45, 0xDF, 0xA3]) { return .video }
     if r.matches(0, Array("%PDF-".utf8)) { return .pdf }
     if r.matches(0, [0x49, 0x49, 0x2A, 0x00]) || r.matches(0, [0x4D, 0x4D, 0x00, 0x2A])
       || r.matches(0, Array("IIRO".utf8)) || r.matches(0, Array("IIU\0".utf8))

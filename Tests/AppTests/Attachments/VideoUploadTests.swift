@@ -60,6 +60,8 @@ import Testing
       ("hevc-rot90.mov", true, 90, false, "hevc"), ("hevc-rot180.mov", false, 180, false, "hevc"),
       ("hevc-rot270.mov", true, 270, false, "hevc"), ("hevc-mirror.mov", false, 0, true, "hevc"),
       ("hevc-rot90-mirror.mov", true, 90, true, "hevc"),
+      // A browser's recording: WebM, one with a duration, one piped live without (sizes unknown).
+      ("vp9-opus.webm", false, 0, false, "vp9"), ("vp8-live-tags.webm", false, 0, false, "vp8"),
     ]
     for (name, portrait, rotation, mirrored, codec) in cases {
       let uploaded = try Self.upload(server, try VideoFixtures.bytes(name))
@@ -129,7 +131,7 @@ import Testing
   @Test func nothingPlantedInAnyCarrierReachesAnOutput() throws {
     let server = try AttachmentServer()
     defer { server.stop() }
-    for name in ["iphone-metadata.mov", "android-metadata.mp4", "live-photo.mov"] {
+    for name in ["iphone-metadata.mov", "android-metadata.mp4", "live-photo.mov", "vp8-live-tags.webm"] {
       let uploaded = try Self.upload(server, try VideoFixtures.bytes(name))
       let record = try JSONSerialization.data(withJSONObject: uploaded.record)
       for output in uploaded.outputs + [[UInt8](record)] {
@@ -290,10 +292,13 @@ import Testing
     }
   }
 
-  @Test func theMP4IsMadeAfterTheAnswerCleanAndServedForGemini() throws {
+  /// An Android MP4 (planted tags, x264's SEI) and a browser's live WebM recording (VP8 + Opus,
+  /// planted Tags, no sizes): the same clean H.264 MP4.
+  @Test(arguments: ["android-metadata.mp4", "vp8-live-tags.webm"])
+  func theMP4IsMadeAfterTheAnswerCleanAndServedForGemini(name: String) throws {
     let server = try AttachmentServer()
     defer { server.stop() }
-    let source = try VideoFixtures.bytes("android-metadata.mp4")
+    let source = try VideoFixtures.bytes(name)
     let reply = try server.client.execute("POST", "/v1/attachments", headers: Self.key, body: .bytes(source))
     #expect(reply.status == 201)
     let id = try #require(reply.json?["id"] as? String)
