@@ -119,7 +119,7 @@ let package = Package(
     // decode (rlimits, no_new_privs, seccomp that kills by default; namespaces and Landlock
     // where allowed). SandboxShims wraps the Linux calls Swift cannot make directly.
     .target(name: "SandboxShims"),
-    .target(name: "Sandbox", dependencies: ["SandboxShims"]),
+    .target(name: "Sandbox", dependencies: ["SandboxShims", "SystemCalls"]),
     // The pipeline through the sandbox: its jobs (run by the helper) and the server's side.
     .target(
       name: "PipelineSandbox",

@@ -1,9 +1,10 @@
 """Many slow uploads at once against attachd, for Scripts/bench-upload-memory (standard library).
 
-  slow_uploads.py PORT KEY MODE CLIENTS MIB RATE IMAGE
+  slow_uploads.py PORT KEY MODE CLIENTS MIB RATE FILE
 
-Each of CLIENTS connections sends one body of MIB MiB — IMAGE (a small JPEG) followed by
+Each of CLIENTS connections sends one body of MIB MiB — FILE (a small JPEG) followed by
 zero padding after its end, which decoders ignore — at most RATE KiB/s, in 64 KiB writes.
+A FILE of MIB MiB or more (a video) is sent as it is, as video/mp4.
 MODE is `plain` (POST with Content-Length) or `resumable` (the iOS 26 header set: interop 8,
 Upload-Complete, Upload-Length; the 104 is read before the body is sent). Every body is one
 memoryview of one buffer: the client's memory does not grow with CLIENTS.
@@ -29,10 +30,12 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return status, body
 
 
-async def upload(port: int, key: str, mode: str, body: memoryview, rate: int, stats: dict) -> None:
+async def upload(
+    port: int, key: str, mode: str, body: memoryview, content_type: str, rate: int, stats: dict
+) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
     fields = [
-        f"Host: 127.0.0.1:{port}", f"Authorization: Bearer {key}", "Content-Type: image/jpeg",
+        f"Host: 127.0.0.1:{port}", f"Authorization: Bearer {key}", f"Content-Type: {content_type}",
         f"Content-Length: {len(body)}",
     ]
     if mode == "resumable":
@@ -49,8 +52,8 @@ async def upload(port: int, key: str, mode: str, body: memoryview, rate: int, st
         writer.write(body[sent:sent + chunk])
         await writer.drain()
         sent += min(chunk, len(body) - sent)
-        # Paced: never ahead of RATE KiB/s since this upload started.
-        ahead = sent / (rate * 1024) - (time.monotonic() - start)
+        # Paced: never ahead of RATE KiB/s since this upload started (0: as fast as it goes).
+        ahead = sent / (rate * 1024) - (time.monotonic() - start) if rate > 0 else 0
         if ahead > 0:
             await asyncio.sleep(ahead)
     while True:
@@ -66,14 +69,18 @@ async def upload(port: int, key: str, mode: str, body: memoryview, rate: int, st
 async def main() -> None:
     port, key, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     clients, mib, rate, image = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
-    jpeg = open(image, "rb").read()
-    buffer = bytearray(mib << 20)
-    buffer[: len(jpeg)] = jpeg
-    body = memoryview(buffer)
+    data = open(image, "rb").read()
+    if len(data) >= mib << 20:
+        body, content_type = memoryview(data), "video/mp4"
+    else:
+        buffer = bytearray(mib << 20)
+        buffer[: len(data)] = data
+        body, content_type = memoryview(buffer), "image/jpeg"
     stats = {"status": collections.Counter(), "interim": 0, "bytes": 0}
     start = time.monotonic()
     results = await asyncio.gather(
-        *(upload(port, key, mode, body, rate, stats) for _ in range(clients)), return_exceptions=True
+        *(upload(port, key, mode, body, content_type, rate, stats) for _ in range(clients)),
+        return_exceptions=True
     )
     errors = [repr(r) for r in results if isinstance(r, BaseException)]
     print(json.dumps({

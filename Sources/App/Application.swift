@@ -120,7 +120,7 @@ public final class Application: HTTPHandler {
       self.videoJobs = videoJobs
       let service = AttachmentService(
         store: store, imaging: imaging, video: video, access: control, metrics: metrics, options: options,
-        eventLog: eventLog, volume: fullVolume, videoJobs: videoJobs)
+        eventLog: eventLog, volume: fullVolume, videoJobs: videoJobs, scratchDirectory: directory)
       attachments = service
       uploads = try Uploads(
         configuration: configuration.uploadsConfiguration(), store: backends.uploads, idempotency: store,

@@ -33,13 +33,14 @@ public final class SandboxedVideo: Sendable {
 
   /// The stills, with the outline this process read and checked before the child ran (what an
   /// upload's record says about the video).
-  public func admittedStills(_ input: UnsafeRawBufferPointer, cancellation: (any SandboxCancellation)? = nil)
-    throws(VideoError) -> (outline: MovieOutline, stills: VideoStills)
-  {
+  public func admittedStills(
+    _ input: UnsafeRawBufferPointer, file: (descriptor: Int32, range: Range<Int>)? = nil,
+    cancellation: (any SandboxCancellation)? = nil
+  ) throws(VideoError) -> (outline: MovieOutline, stills: VideoStills) {
     var decoded: DecodeReport?
     defer { decoded.map(report) }
     let (outline, output) = try run(
-      VideoJobs.stills, input, limits: settings.limits,
+      VideoJobs.stills, input, file: file, limits: settings.limits,
       parameters: VideoWire.parameters(pipeline.configuration, settings: settings),
       outputCapacity: SandboxedPipeline.outputCapacity,
       deadline: pipeline.configuration.deadline + SandboxedPipeline.deadlineGrace, cancellation: cancellation,
@@ -62,13 +63,15 @@ public final class SandboxedVideo: Sendable {
   /// The MP4 rendition, made in a sandbox child; checked here again with `MovieOutputCheck`
   /// before it is returned.
   public func rendition(
-    _ input: UnsafeRawBufferPointer, settings: VideoRenditionSettings = VideoRenditionSettings(),
+    _ input: UnsafeRawBufferPointer, file: (descriptor: Int32, range: Range<Int>)? = nil,
+    settings: VideoRenditionSettings = VideoRenditionSettings(),
     deadline: Duration = .seconds(600), cancellation: (any SandboxCancellation)? = nil
   ) throws(VideoError) -> [UInt8] {
     var decoded: DecodeReport?
     defer { decoded.map(report) }
     let (_, output) = try run(
-      VideoJobs.rendition, input, limits: settings.limits, parameters: VideoWire.parameters(settings),
+      VideoJobs.rendition, input, file: file, limits: settings.limits,
+      parameters: VideoWire.parameters(settings),
       outputCapacity: settings.maxOutputBytes + 4096, deadline: deadline, cancellation: cancellation,
       decoded: &decoded)
     let mp4 = try Self.answer(output, input: input, decoded: &decoded, read: VideoWire.readRendition)
@@ -99,9 +102,11 @@ public final class SandboxedVideo: Sendable {
 
   /// Checks `input`'s outline here (no child for a movie the limits refuse), runs `job` on it in
   /// a child and maps what can go wrong there; the outline and the child's output when it
-  /// finished. `decoded` becomes what the report says once a child ran.
+  /// finished. `decoded` becomes what the report says once a child ran. `file`, when given, holds
+  /// `input`'s bytes: the child's copy is made from it by the kernel (`Sandbox.run`).
   private func run(
-    _ job: SandboxJob, _ input: UnsafeRawBufferPointer, limits: MovieLimits, parameters: [UInt8],
+    _ job: SandboxJob, _ input: UnsafeRawBufferPointer, file: (descriptor: Int32, range: Range<Int>)?,
+    limits: MovieLimits, parameters: [UInt8],
     outputCapacity: Int, deadline: Duration, cancellation: (any SandboxCancellation)?,
     decoded: inout DecodeReport?
   ) throws(VideoError) -> (MovieOutline, [UInt8]) {
@@ -114,7 +119,7 @@ public final class SandboxedVideo: Sendable {
     let run: SandboxRun
     do {
       run = try sandbox.run(
-        job: job.name, input: input, parameters: parameters, outputCapacity: outputCapacity,
+        job: job.name, input: input, inputFile: file, parameters: parameters, outputCapacity: outputCapacity,
         deadline: deadline,
         cancellation: cancellation)
     } catch {

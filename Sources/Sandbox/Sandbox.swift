@@ -93,14 +93,22 @@ public final class Sandbox: Sendable {
   /// `outputCapacity` bounds what the job may write; `deadline` is how long it may take before
   /// its child is killed (`.stopped`, `deadlineExceeded`); `cancellation` kills it when the caller
   /// leaves. Waits up to `SandboxConfiguration.startTimeout` for a helper when none is in service.
+  /// `inputFile`, when given, is an open file whose `range` holds the same bytes as `input`: the
+  /// child's copy is then made from it by the kernel, not read through this process's memory.
   public func run(
-    job: String, input: UnsafeRawBufferPointer, parameters: [UInt8] = [], outputCapacity: Int,
-    deadline: Duration, cancellation: (any SandboxCancellation)? = nil
+    job: String, input: UnsafeRawBufferPointer, inputFile: (descriptor: Int32, range: Range<Int>)? = nil,
+    parameters: [UInt8] = [], outputCapacity: Int, deadline: Duration,
+    cancellation: (any SandboxCancellation)? = nil
   ) throws(SandboxError) -> SandboxRun {
     guard let helper = helperInService() else {
       throw .unavailable(state.withLock { $0.lastFailure } ?? "no sandbox helper is running")
     }
-    let inputFile = try MemoryFile(name: "attachd-input", contents: input)
+    let inputFile =
+      if let inputFile, inputFile.range.count == input.count {
+        try MemoryFile(name: "attachd-input", copying: inputFile.descriptor, range: inputFile.range)
+      } else {
+        try MemoryFile(name: "attachd-input", contents: input)
+      }
     let outputFile = try MemoryFile(name: "attachd-output", size: outputCapacity + SandboxOutput.headerBytes)
     let id = nextID.add(1, ordering: .relaxed).newValue
     let waiter = try helper.start(

@@ -143,6 +143,38 @@ func rendition(
       try store.storeRendition(of: record, profile: "openai", bytes: bytes, width: 768, height: 576) == nil)
   }
 
+  /// A video's kept source is copied from its spool file by the kernel: a whole file as it is,
+  /// a multipart part (a range) alone through a scratch file; either way the blob is those bytes.
+  @Test(arguments: StoreBackend.all)
+  func aRenditionCopiedFromAnOpenFileIsExactlyItsRange(backend: StoreBackend) throws {
+    let directory = try TemporaryDirectory()
+    let store = try backend.make(directory, TestClock(), .init())
+    let record = try store.store(
+      tenant: "acme", bytes: sampleBytes(10_000, seed: 1), width: 2048, height: 1536, source: sampleSource)
+    let whole = sampleBytes(300_000, seed: 3)
+    let path = directory.path + "/spooled"
+    try Data(whole).write(to: URL(fileURLWithPath: path))
+    let descriptor = open(path, O_RDONLY)
+    #expect(descriptor >= 0)
+    defer { close(descriptor) }
+    for (profile, range) in [("part", 1_000..<250_001), ("whole", 0..<whole.count)] {
+      let stored = try #require(
+        try store.storeRendition(
+          of: record, profile: profile, file: descriptor, range: range, scratchDirectory: directory.path,
+          width: 1, height: 1))
+      #expect(stored.bytes == range.count)
+      #expect(try store.read(stored) == Array(whole[range]), "\(profile)")
+    }
+    // A range past the file's end is an error, not a short blob.
+    #expect(throws: StorageError.self) {
+      try store.storeRendition(
+        of: record, profile: "past", file: descriptor, range: 299_000..<301_000,
+        scratchDirectory: directory.path,
+        width: 1, height: 1)
+    }
+    #expect(try store.renditions(of: record)["past"] == nil)
+  }
+
   @Test(arguments: StoreBackend.all)
   func theSweepCollectsTheRenditionsOfExpiredAttachments(backend: StoreBackend) throws {
     let directory = try TemporaryDirectory()

@@ -77,7 +77,7 @@ extension AttachmentService {
       throw PipelineError(.sandboxUnavailable, "no video decoding is configured")
     }
     let (outline, stills) = try bytes.withUnsafeBytes { input throws(VideoError) in
-      try video.admittedStills(input, cancellation: cancellation)
+      try video.admittedStills(input, file: bytes.file, cancellation: cancellation)
     }
     metrics.recordInputFormat("video")
     guard let track = outline.videoTrack else { throw VideoError.refused(.noVideo) }
@@ -103,14 +103,21 @@ extension AttachmentService {
         renditions[row.profile] = row
       }
       // The MP4 is made after the answer, by whichever node's worker claims the job; the
-      // source is kept as a rendition no URL names until then (VideoRenditionWorker).
-      try bytes.withUnsafeBytes { input in
-        guard
+      // source is kept as a rendition no URL names until then (VideoRenditionWorker). A spooled
+      // upload is copied by the kernel: its pages never join the server's resident set.
+      let (width, height) = (made.track.codedWidth, made.track.codedHeight)
+      let kept =
+        if let file = bytes.file {
           try store.storeRendition(
-            of: record, profile: VideoFacts.sourceName, buffer: input, width: made.track.codedWidth,
-            height: made.track.codedHeight) != nil
-        else { throw AppError.notFound }
-      }
+            of: record, profile: VideoFacts.sourceName, file: file.descriptor, range: file.range,
+            scratchDirectory: scratchDirectory, width: width, height: height)
+        } else {
+          try bytes.withUnsafeBytes { input in
+            try store.storeRendition(
+              of: record, profile: VideoFacts.sourceName, buffer: input, width: width, height: height)
+          }
+        }
+      guard kept != nil else { throw AppError.notFound }
       try store.index.enqueueVideoJob(attachment: record.id, tenant: record.tenant, now: store.now)
       videoJobs?.wake()
     } catch {

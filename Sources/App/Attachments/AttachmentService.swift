@@ -32,6 +32,8 @@ public final class AttachmentService: Sendable {
   /// Told when an answer says the data directory's volume is full (`/readyz`); nil when a
   /// full disk may be another server's.
   let volume: VolumeSpace?
+  /// Where a multipart part that is a video is copied alone before it is kept as its source.
+  let scratchDirectory: String
   private let statisticsCache = Mutex<(at: Date, value: IndexStatistics)?>(nil)
 
   /// Seconds `/metrics` reuses storage counts before asking the index again.
@@ -40,9 +42,10 @@ public final class AttachmentService: Sendable {
   public init(
     store: AttachmentStore, imaging: any ImageProcessing, video: SandboxedVideo?, access: AccessControl,
     metrics: AttachdMetrics, options: Application.AttachmentOptions, eventLog: EventLog, volume: VolumeSpace?,
-    videoJobs: VideoRenditionWorker? = nil
+    videoJobs: VideoRenditionWorker? = nil, scratchDirectory: String = NSTemporaryDirectory()
   ) {
     self.store = store
+    self.scratchDirectory = scratchDirectory
     self.imaging = imaging
     self.video = video
     self.videoJobs = videoJobs

@@ -129,8 +129,10 @@ public final class VideoRenditionWorker: Sendable {
       let renewing = Renewal(index: store.index, job: job, holder: holder, clock: { [store] in store.now })
       renewing.start()
       defer { renewing.stop() }
-      let mp4 = try store.withMappedBlob(source.blob, scratchDirectory: scratchDirectory) { input in
-        try video.rendition(input, settings: settings, deadline: Self.deadline, cancellation: cancellation)
+      let mp4 = try store.withMappedBlob(source.blob, scratchDirectory: scratchDirectory) { input, file in
+        try video.rendition(
+          input, file: file.map { ($0, 0..<input.count) }, settings: settings, deadline: Self.deadline,
+          cancellation: cancellation)
       }
       guard !renewing.lost else { return (.failed, "rendition_superseded") }
       let size = Self.size(ofRendition: record, settings: settings)

@@ -10,6 +10,8 @@ final class MappedUploadBody: UploadBody, @unchecked Sendable {
   // Immutable after init and read-only memory: sharing across threads is safe.
   private let base: UnsafeRawPointer?
   let count: Int
+  /// The mapped file, kept open (a duplicate of the caller's descriptor) for kernel-side copies.
+  let fileDescriptor: Int32?
 
   /// Maps the first `length` bytes of the file at `path`; throws `.corrupt` when it is shorter.
   convenience init(path: String, length: Int) throws {
@@ -29,6 +31,7 @@ final class MappedUploadBody: UploadBody, @unchecked Sendable {
     guard length > 0 else {
       base = nil
       count = 0
+      fileDescriptor = nil
       return
     }
     let size = Int(try FileSystem.status(fd, path: label).st_size)
@@ -44,10 +47,13 @@ final class MappedUploadBody: UploadBody, @unchecked Sendable {
     _ = madvise(mapped, length, MADV_WILLNEED)
     base = UnsafeRawPointer(mapped)
     count = length
+    let kept = fcntl(fd, F_DUPFD_CLOEXEC, 3)
+    fileDescriptor = kept >= 0 ? kept : nil
   }
 
   deinit {
     if let base { munmap(UnsafeMutableRawPointer(mutating: base), count) }
+    if let fileDescriptor { Glibc.close(fileDescriptor) }
   }
 
   func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {

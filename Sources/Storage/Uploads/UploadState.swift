@@ -136,6 +136,15 @@ public protocol UploadBody: AnyObject, Sendable {
   var count: Int { get }
   /// Calls `body` with the bytes; the pointer is valid only during the call.
   func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result
+  /// An open, read-only descriptor of the file whose first `count` bytes these are (valid while
+  /// the body lives), nil for bytes in memory. Whole passes over a large upload (the sandbox's
+  /// input, a video's kept source) copy from it in the kernel: read through the mapping, every
+  /// page would join this process's resident set.
+  var fileDescriptor: Int32? { get }
+}
+
+extension UploadBody {
+  public var fileDescriptor: Int32? { nil }
 }
 
 /// What `UploadWriter.append` asks of its caller next.

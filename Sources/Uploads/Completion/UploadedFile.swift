@@ -29,6 +29,15 @@ public struct UploadedFile: Sendable {
     }
   }
 
+  /// The open file these bytes are a range of (valid while this value lives), when they were
+  /// spooled: for copies made by the kernel, which leave this process's resident set alone.
+  public var file: (descriptor: Int32, range: Range<Int>)? {
+    switch backing {
+    case .owned: nil
+    case .mapped(let upload, let range): upload.fileDescriptor.map { ($0, range) }
+    }
+  }
+
   /// Calls `body` with the bytes; the pointer is valid only during the call.
   public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
     switch backing {

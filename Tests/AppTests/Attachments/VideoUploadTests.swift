@@ -330,6 +330,32 @@ import Testing
     #expect(try store.index.referenceCount(of: BlobHash.of(source)) == 0)
   }
 
+  /// Spooled to disk (the server's way with a large upload), a video is handed to the sandbox
+  /// and kept for its MP4 by kernel copies from the spool file — raw, and as a multipart part
+  /// (a range of the spooled body) — and the MP4 made from that copy is ready.
+  @Test func aSpooledVideoRawOrAsAPartIsCopiedByTheKernelAndMadeIntoItsMP4() throws {
+    let server = try AttachmentServer { $0.uploads.spoolThreshold = 0 }
+    defer { server.stop() }
+    let movie = try VideoFixtures.bytes("hevc-aac.mov")
+    var form = MultipartForm()
+    form.addFile("file", filename: "photo.png", TusServer.png(), contentType: "image/png")
+    form.addFile("file", filename: "clip.mov", movie, contentType: "video/quicktime")
+    let raw = try server.client.execute("POST", "/v1/attachments", headers: Self.key, body: .bytes(movie))
+    let parts = try server.client.execute(
+      "POST", "/v1/attachments", headers: Self.key + ["Content-Type": form.contentType],
+      body: .bytes(form.body))
+    #expect(raw.status == 201 && parts.status == 201, "\(raw.status) \(parts.status)")
+    let records = [try #require(raw.json), try #require(parts.jsonArray?.last)]
+    for record in records {
+      let id = try #require(record["id"] as? String)
+      #expect(record["kind"] as? String == "video")
+      _ = try VideoUploadTests.outputs(server, record)
+      let done = try Self.waitForMP4(server.client, id)
+      let mp4 = (done["video"] as? [String: Any])?["mp4"] as? [String: Any]
+      #expect(mp4?["state"] as? String == "ready", "\(mp4 ?? [:])")
+    }
+  }
+
   @Test func aPhotosGeminiProfileIsStillItsImage() throws {
     let server = try AttachmentServer()
     defer { server.stop() }
