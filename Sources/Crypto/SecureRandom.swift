@@ -22,6 +22,14 @@ public enum SecureRandom {
     prefix + CrockfordBase32.encode128(bytes(16))
   }
 
+  /// An identifier of the same form named by `name` (the first 128 bits of its SHA-256, under a
+  /// label of its own): the same on every node and after a restart, for a record that must be
+  /// made at most once however often its work is redone. As hard to guess as `name` is.
+  public static func identifier(naming name: String, prefix: String = "att_") -> String {
+    prefix
+      + CrockfordBase32.encode128(Array(SHA256.hash(Array("attachd identifier\u{0}\(name)".utf8)).prefix(16)))
+  }
+
   /// True when `string` is `prefix` followed by exactly 26 Crockford base32 characters.
   ///
   /// Lets a route reject a malformed id as "not found" before touching storage.

@@ -150,10 +150,15 @@ public final class AttachmentStore: Sendable {
   ///
   /// `retention` overrides the tenant's and the default retention for this attachment;
   /// `owner` is the end user who uploaded it with a token (nil for a tenant key).
+  ///
+  /// `id`, when given, is the record's id, derived by the caller from what it is processing (a
+  /// completed upload's id and the file's place in it): storing the same thing again — another
+  /// node redoing the work of one that died after storing and before recording its answer —
+  /// finds the record already there and returns it, so a retry never makes a second attachment.
   public func store(
     tenant: String, owner: String? = nil, bytes: UnsafeRawBufferPointer, contentType: String = "image/jpeg",
     width: Int, height: Int, source: SourceInfo, retention: TimeInterval? = nil, kind: String = "image",
-    details: String? = nil
+    details: String? = nil, id: String? = nil
   ) throws -> AttachmentRecord {
     let lifetime = try retention ?? index.retention(tenant: tenant) ?? configuration.defaultRetention
     let hash = BlobHash.of(bytes)
@@ -166,12 +171,18 @@ public final class AttachmentStore: Sendable {
     // Whole seconds, so the record returned equals the one read back later.
     let created = Date(timeIntervalSince1970: clock().timeIntervalSince1970.rounded(.down))
     var record = AttachmentRecord(
-      id: SecureRandom.identifier(prefix: "att_"), tenant: tenant, blob: hash, contentType: contentType,
+      id: id ?? SecureRandom.identifier(prefix: "att_"), tenant: tenant, blob: hash, contentType: contentType,
       width: width, height: height, bytes: bytes.count, source: source, createdAt: created,
       expiresAt: created.addingTimeInterval(lifetime.rounded(.down)), owner: owner, kind: kind,
       details: details)
     do {
       try index.insert(record)
+    } catch let error as StorageError where error.code == .conflict && id != nil {
+      // Stored before (the same upload's file, processed again): that record is the answer.
+      guard let existing = try index.attachment(tenant: tenant, id: record.id, now: clock()) else {
+        throw error
+      }
+      return existing
     } catch let error as StorageError where error.code == .conflict {
       // 128 random bits do not collide; if they ever did, a second draw settles it.
       record.id = SecureRandom.identifier(prefix: "att_")
@@ -184,12 +195,12 @@ public final class AttachmentStore: Sendable {
   public func store(
     tenant: String, owner: String? = nil, bytes: [UInt8], contentType: String = "image/jpeg", width: Int,
     height: Int, source: SourceInfo, retention: TimeInterval? = nil, kind: String = "image",
-    details: String? = nil
+    details: String? = nil, id: String? = nil
   ) throws -> AttachmentRecord {
     try bytes.withUnsafeBytes {
       try store(
         tenant: tenant, owner: owner, bytes: $0, contentType: contentType, width: width, height: height,
-        source: source, retention: retention, kind: kind, details: details)
+        source: source, retention: retention, kind: kind, details: details, id: id)
     }
   }
 

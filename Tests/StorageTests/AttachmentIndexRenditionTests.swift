@@ -143,6 +143,29 @@ func rendition(
       try store.storeRendition(of: record, profile: "openai", bytes: bytes, width: 768, height: 576) == nil)
   }
 
+  /// A record stored under an id its caller derived (a completed upload's file) is stored once:
+  /// storing it again, on any backend, returns the first record and adds no row.
+  @Test(arguments: StoreBackend.all)
+  func aNamedRecordStoredAgainIsTheFirstOne(backend: StoreBackend) throws {
+    let directory = try TemporaryDirectory()
+    let store = try backend.make(directory, TestClock(), .init())
+    let id = "att_0123456789ABCDEFGHJKMNPQRS"
+    let first = try store.store(
+      tenant: "acme", bytes: sampleBytes(10_000, seed: 1), width: 2048, height: 1536, source: sampleSource,
+      id: id)
+    #expect(first.id == id)
+    let again = try store.store(
+      tenant: "acme", bytes: sampleBytes(10_000, seed: 1), width: 2048, height: 1536, source: sampleSource,
+      id: id)
+    #expect(again == first)
+    #expect(try store.index.statistics().attachments == 1)
+    // Another tenant cannot reach it by naming the same id.
+    #expect(throws: StorageError.self) {
+      try store.store(
+        tenant: "beta", bytes: sampleBytes(10, seed: 2), width: 1, height: 1, source: sampleSource, id: id)
+    }
+  }
+
   /// A video's kept source is copied from its spool file by the kernel: a whole file as it is,
   /// a multipart part (a range) alone through a scratch file; either way the blob is those bytes.
   @Test(arguments: StoreBackend.all)

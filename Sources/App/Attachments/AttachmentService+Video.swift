@@ -31,7 +31,7 @@ extension AttachmentService {
   /// Stills in the sandbox, then the poster as the attachment and the frames as its renditions
   /// (`attachMotion`).
   func processVideo(
-    _ bytes: UploadedFile, caller: AttachmentCaller, cancellation: RequestCancellation
+    _ bytes: UploadedFile, caller: AttachmentCaller, id: String?, cancellation: RequestCancellation
   ) throws -> StoredAttachment {
     let made = try makeStills(bytes, cancellation: cancellation)
     let source = Storage.SourceInfo(
@@ -41,7 +41,7 @@ extension AttachmentService {
     let poster = made.stills.poster
     let record = try store.store(
       tenant: caller.principal.tenant, owner: caller.principal.user, bytes: poster.jpeg, width: poster.width,
-      height: poster.height, source: source, kind: "video", details: made.facts.encoded())
+      height: poster.height, source: source, kind: "video", details: made.facts.encoded(), id: id)
     return StoredAttachment(record: record, renditions: try attachMotion(made, bytes, to: record))
   }
 
@@ -49,7 +49,7 @@ extension AttachmentService {
   /// the movie its motion (`video`, `frames`, the MP4). A movie that cannot be made into stills
   /// leaves the still a plain photo and answers its own error at its part.
   func processLivePhoto(
-    _ still: UploadedFile, movie: UploadedFile, caller: AttachmentCaller, requestID: String,
+    _ still: UploadedFile, movie: UploadedFile, caller: AttachmentCaller, id: String?, requestID: String,
     cancellation: RequestCancellation
   ) -> (still: Result<StoredAttachment, any Error>, movie: (any Error)?) {
     var motion: MadeVideo?
@@ -59,7 +59,8 @@ extension AttachmentService {
     }
     do {
       var stored = try processImage(
-        still, caller: caller, cancellation: cancellation, kind: motion == nil ? "image" : "live_photo",
+        still, caller: caller, id: id, cancellation: cancellation,
+        kind: motion == nil ? "image" : "live_photo",
         details: motion?.facts.encoded())
       if let motion {
         let frames = try attachMotion(motion, movie, to: stored.record)

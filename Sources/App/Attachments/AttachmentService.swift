@@ -77,15 +77,16 @@ public final class AttachmentService: Sendable {
     let pairedMovies = Set(movieOfStill.values)
     var results: [Result<StoredAttachment, any Error>?] = Array(repeating: nil, count: upload.parts.count)
     for (index, part) in upload.parts.enumerated() where !pairedMovies.contains(index) {
+      let id = upload.attachmentID(part: index)
       if let movie = movieOfStill[index] {
         let (still, motion) = processLivePhoto(
-          part, movie: upload.parts[movie], caller: caller, requestID: upload.requestID,
+          part, movie: upload.parts[movie], caller: caller, id: id, requestID: upload.requestID,
           cancellation: cancellation)
         results[index] = still
         if let motion { results[movie] = .failure(motion) }
       } else {
         results[index] = processOne(
-          part, caller: caller, requestID: upload.requestID, cancellation: cancellation)
+          part, caller: caller, id: id, requestID: upload.requestID, cancellation: cancellation)
       }
     }
     for (index, result) in results.enumerated() {
@@ -102,22 +103,24 @@ public final class AttachmentService: Sendable {
   /// returned, not thrown, so a multipart upload goes on. A run stopped by its deadline or
   /// `cancellation` stores nothing. A video (sniffed from its bytes) goes to `processVideo`.
   private func processOne(
-    _ bytes: UploadedFile, caller: AttachmentCaller, requestID: String, cancellation: RequestCancellation
+    _ bytes: UploadedFile, caller: AttachmentCaller, id: String?, requestID: String,
+    cancellation: RequestCancellation
   ) -> Result<StoredAttachment, any Error> {
     do {
       if bytes.withUnsafeBytes({ FormatSniffer.sniff($0) }) == .video {
-        return .success(try processVideo(bytes, caller: caller, cancellation: cancellation))
+        return .success(try processVideo(bytes, caller: caller, id: id, cancellation: cancellation))
       }
-      return .success(try processImage(bytes, caller: caller, cancellation: cancellation))
+      return .success(try processImage(bytes, caller: caller, id: id, cancellation: cancellation))
     } catch {
       return .failure(logged(error, requestID: requestID))
     }
   }
 
   /// The still pipeline, then the store: the image as `kind` (with `details`), then the
-  /// renditions the request asked for.
+  /// renditions the request asked for. `id` is the record's id when the upload names its
+  /// attachments (`ReceivedUpload.attachmentID`): one stored before is returned, not doubled.
   func processImage(
-    _ bytes: UploadedFile, caller: AttachmentCaller, cancellation: RequestCancellation,
+    _ bytes: UploadedFile, caller: AttachmentCaller, id: String?, cancellation: RequestCancellation,
     kind: String = "image",
     details: String? = nil
   ) throws -> StoredAttachment {
@@ -135,7 +138,7 @@ public final class AttachmentService: Sendable {
       orientationSource: image.source.orientationSource.rawValue, colourProfile: image.source.colourProfile)
     let record = try store.store(
       tenant: caller.principal.tenant, owner: caller.principal.user, bytes: image.jpeg, width: image.width,
-      height: image.height, source: source, kind: kind, details: details)
+      height: image.height, source: source, kind: kind, details: details, id: id)
     return StoredAttachment(record: record, renditions: try storeRenditions(image.renditions, of: record))
   }
 

@@ -16,6 +16,17 @@ public struct ReceivedUpload: Sendable {
   var bodyDigest: String?
   /// The whole raw body when it was spooled (a multipart body's parts are ranges of it).
   var rawBody: UploadedFile?
+  /// What names this upload's processing wherever and however often it runs — a completed
+  /// resumable or tus upload's id, else the `Idempotency-Key` — qualified by its tenant; nil for
+  /// a plain upload without a key (its retry is a new upload). The attachments made from it
+  /// take ids derived from it and the file's place (`attachmentID(part:)`), so work redone
+  /// after a node died between storing and answering finds what was stored, not a twin.
+  public var identity: String?
+
+  /// The id the attachment made from file `part` takes, when the upload has an identity.
+  public func attachmentID(part: Int) -> String? {
+    identity.map { SecureRandom.identifier(naming: "\($0)\u{0}part \(part)") }
+  }
 
   /// The body's SHA-256 in hex (hashed now unless it was hashed while it arrived).
   func fingerprint() -> String {

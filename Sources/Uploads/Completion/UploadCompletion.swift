@@ -42,8 +42,12 @@ extension Uploads {
     guard let key = upload.idempotencyKey else {
       return upload.caller.destination.process(upload, cancellation: cancellation)
     }
+    let fingerprint = upload.fingerprint()
+    var upload = upload
+    // The body's hash too: a key used again after its record expired may name other bytes.
+    if upload.identity == nil { upload.identity = "\(tenant)\u{0}key \(key)\u{0}\(fingerprint)" }
     do {
-      switch try idempotency.beginIdempotent(tenant: tenant, key: key, fingerprint: upload.fingerprint()) {
+      switch try idempotency.beginIdempotent(tenant: tenant, key: key, fingerprint: fingerprint) {
       case .started: break
       case .inProgress:
         return UploadAnswer(
@@ -96,7 +100,9 @@ extension Uploads {
     }
     let answer: UploadAnswer
     do {
-      answer = self.answer(try receivedUpload(body, request: request), cancellation: cancellation)
+      var upload = try receivedUpload(body, request: request)
+      upload.identity = "\(tenant)\u{0}upload \(id)"
+      answer = self.answer(upload, cancellation: cancellation)
     } catch {
       answer = UploadAnswer(attachmentID: nil, response: problem(error, requestID: request.requestID))
     }

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import App
+@testable import Storage
 
 /// Keys, scopes, tenants, signed links, idempotency and the read side of the API, through the
 /// in-process client.
@@ -137,6 +138,28 @@ struct AttachmentAccessTests {
     #expect(other.status == 422 && other.code == "idempotency_mismatch")
     let betaSame = try server.post(file: Self.file, key: AttachmentServer.betaKey, headers: key)
     #expect(betaSame.status == 201 && betaSame.body != first.body)
+  }
+
+  /// A node that stored the attachment and died before it kept the key's answer: the retry (its
+  /// claim released as a dead node's) does the work again and finds the same attachment — the
+  /// id is derived from the tenant, the key and the body — instead of making a twin.
+  @Test func aRetryOfWorkStoredBeforeItsAnswerWasKeptFindsTheSameAttachment() throws {
+    let server = try AttachmentServer()
+    defer { server.stop() }
+    let key: HTTPHeaders = ["Idempotency-Key": "lost-answer-1"]
+    let first = try server.post(file: Self.file, headers: key)
+    let id = try #require(first.json?["id"] as? String)
+    let index = try #require(server.app.attachments.store.index as? SQLiteIndex)
+    try index.write { try $0.query("DELETE FROM idempotency_keys") }
+    let again = try server.post(file: Self.file, headers: key)
+    #expect(again.status == 201 && again["idempotent-replayed"] == nil)
+    #expect(again.json?["id"] as? String == id)
+    #expect(try index.statistics().attachments == 1)
+    // Other bytes under the same key, once its record is gone, are another attachment.
+    try index.write { try $0.query("DELETE FROM idempotency_keys") }
+    let other = try server.post(file: UploadClientTests.corpusPath("jpeg-orient-2.jpg"), headers: key)
+    #expect(other.status == 201 && other.json?["id"] as? String != id)
+    #expect(try index.statistics().attachments == 2)
   }
 
   @Test func anIdempotentRetryWhileTheFirstBodyIsStillArrivingGets409() throws {
