@@ -67,8 +67,11 @@ final class ResumableTransfer: UploadBodyDelegate {
     case .append(let id, let offset, let length):
       let upload = try uploads.resumable.upload(id: id, caller: request.caller)
       state.withLock { $0.upload = upload }
+      // At interop 6 and 7 too when no answer was ever recorded (the node processing it died,
+      // or the client left first): nothing is appended, the completion the client made gets
+      // the answer it never had — else the upload, every byte in, could never become anything.
       if upload.isComplete, complete, bodyIsEmpty, offset == upload.length ?? upload.offset,
-        answers.version.replaysRepeatedCompletion
+        answers.version.replaysRepeatedCompletion || upload.result == nil
       {
         throw RepeatedCompletion()
       }

@@ -92,8 +92,10 @@ struct ResumableVersion: Sendable, Hashable, CustomStringConvertible {
   /// A completing append with no body at the final offset of an upload already complete gets
   /// the recorded answer again (a client that lost it asks this way). Drafts -04 … -08
   /// (interop 6 and 7) say an append to a completed upload MUST be refused with the
-  /// completed-upload problem type and name no exception, so those versions get the 400;
-  /// the versions before problem types, and interop 8, keep the replay.
+  /// completed-upload problem type and name no exception, so those versions get the 400 once
+  /// the upload has an answer; the versions before problem types, and interop 8, keep the
+  /// replay. An upload complete with no answer recorded (its processing died with a node) is
+  /// processed by that append at every version (`ResumableTransfer.openWriter`).
   var replaysRepeatedCompletion: Bool { number < 6 || number >= 8 }
 
   /// An append past the upload's known length makes the upload invalid (draft -08 on): it is

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import App
+@testable import Storage
 @testable import Uploads
 
 /// The rules around a resumable upload (connections cut on the live server, the rest in-process): each version's error shapes, who may touch an
@@ -85,6 +86,35 @@ struct ResumableRulesTests {
       #expect(again.status == 201)
       #expect(again.body == resumed.final.body)
     }
+  }
+
+  /// A node died while it processed an upload it had completed (after storing the attachment,
+  /// before recording the answer): every byte is in, no answer is. The client's repeated
+  /// completion — an empty completing append at the final offset — processes it at every
+  /// version (interop 6 and 7 too, whose 400 is for an upload that has its answer), and the
+  /// attachment stored before is the answer, not a twin. (Found by ChaosTests.)
+  @Test(arguments: ResumableInteropTests.versions)
+  func anUploadCompleteWithoutAnAnswerIsProcessedByItsRepeatedCompletion(version: Int) throws {
+    let server = try AttachmentServer()
+    defer { server.stop() }
+    let client = Interop.client(server, version: version)
+    let body = [UInt8](try Corpus.data(Self.jpeg))
+    let resumed = try client.interruptedUpload(body, cut: 1000)
+    #expect(resumed.final.status == 201)
+    let id = try #require(resumed.final.json?["id"] as? String)
+    let index = try #require(server.app.attachments.store.index as? SQLiteIndex)
+    try index.write {
+      try $0.query(
+        "UPDATE uploads SET state = 'completed', result_attachment = NULL, result_status = NULL,"
+          + " result_headers = NULL, result_body = NULL")
+    }
+    // The spool file a recorded answer removes is still there when the node died first.
+    let upload = try #require(resumed.path.split(separator: "/").last)
+    try Data(body).write(to: URL(fileURLWithPath: server.directory + "/data/uploads/\(upload)"))
+    let again = try Self.exchange(server, client.append(resumed.path, offset: body.count, length: 0))
+    #expect(again.status == 201, "\(again.status) \(again.text)")
+    #expect(again.json?["id"] as? String == id)
+    #expect(try index.statistics().attachments == 1)
   }
 
   @Test(arguments: ResumableInteropTests.versions)
