@@ -22,7 +22,7 @@ public enum RenditionCLI {
     var settings = VideoRenditionSettings()
     if let edge = parsed.maxEdge { settings.maxEdge = edge }
     let (positional, sandboxed) = (parsed.positional, parsed.sandboxed)
-    guard let data = FileManager.default.contents(atPath: positional[0]) else {
+    guard let data = InputFile(path: positional[0]) else {
       stderr("attachd: no_input: cannot read \(positional[0])")
       return ProcessCLI.exitNoInput
     }
@@ -37,7 +37,8 @@ public enum RenditionCLI {
       Result { () throws(VideoError) -> [UInt8] in
         guard sandboxed else { return try VideoRenditionMaker.make(bytes, settings: settings) }
         sandbox = Sandbox(configuration: SandboxConfiguration())
-        return try SandboxedVideo(pipeline: pipeline, sandbox: sandbox!).rendition(bytes, settings: settings)
+        return try SandboxedVideo(pipeline: pipeline, sandbox: sandbox!).rendition(
+          bytes, file: data.file, settings: settings)
       }
     }
     switch made {

@@ -25,7 +25,7 @@ public enum StillsCLI {
     if let frames = parsed.frames { (settings.minimumFrames, settings.maximumFrames) = frames }
     let (positional, sandboxed) = (parsed.positional, parsed.sandboxed)
     let (input, directory) = (positional[0], positional[1])
-    guard let data = FileManager.default.contents(atPath: input) else {
+    guard let data = InputFile(path: input) else {
       stderr("attachd: no_input: cannot read \(input)")
       return ProcessCLI.exitNoInput
     }
@@ -42,7 +42,8 @@ public enum StillsCLI {
           return try VideoStillsMaker.make(bytes, pipeline: pipeline, settings: settings)
         }
         sandbox = Sandbox(configuration: SandboxConfiguration())
-        return try SandboxedVideo(pipeline: pipeline, sandbox: sandbox!, settings: settings).stills(bytes)
+        return try SandboxedVideo(pipeline: pipeline, sandbox: sandbox!, settings: settings).stills(
+          bytes, file: data.file)
       }
     }
     let stills: VideoStills

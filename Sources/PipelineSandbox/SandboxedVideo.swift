@@ -25,10 +25,11 @@ public final class SandboxedVideo: Sendable {
     self.report = report
   }
 
-  public func stills(_ input: UnsafeRawBufferPointer, cancellation: (any SandboxCancellation)? = nil)
-    throws(VideoError) -> VideoStills
-  {
-    try admittedStills(input, cancellation: cancellation).stills
+  public func stills(
+    _ input: UnsafeRawBufferPointer, file: (descriptor: Int32, range: Range<Int>)? = nil,
+    cancellation: (any SandboxCancellation)? = nil
+  ) throws(VideoError) -> VideoStills {
+    try admittedStills(input, file: file, cancellation: cancellation).stills
   }
 
   /// The stills, with the outline this process read and checked before the child ran (what an
