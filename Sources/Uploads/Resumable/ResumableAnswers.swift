@@ -99,6 +99,11 @@ struct ResumableAnswers: Sendable {
       headers.add(name: "Upload-Length", value: String(length))
     }
     if !upload.isComplete, let limit = limit(upload) { headers.add(name: "Upload-Limit", value: limit) }
+    // What a processed upload became, as tus's HEAD says it: a client that lost the final
+    // answer learns its attachment here (at interop 6 and 7 it cannot ask by appending again).
+    if let attachment = upload.result?.attachmentID {
+      headers.add(name: "Content-Location", value: uploads.host.attachmentPath(attachment))
+    }
     return decorate(
       HTTPResponse(status: 204, headers: headers),
       position: Position(

@@ -75,6 +75,10 @@ struct ResumableRulesTests {
       more.json?["type"] as? String
         == (version >= 6 ? "https://iana.org/assignments/http-problem-types#completed-upload" : "about:blank")
     )
+    // Its HEAD names what it became (a client that lost the final answer learns it there).
+    let head = try Self.exchange(server, client.offsetRetrieval(resumed.path))
+    let id = try #require(resumed.final.json?["id"] as? String)
+    #expect(head.status == 204 && head["Content-Location"] == "/v1/attachments/\(id)", "\(head.head)")
     // A completing append with no body at the final offset asks for the answer again, except
     // at interop 6 and 7, whose drafts refuse every append to a completed upload.
     let again = try Self.exchange(server, client.append(resumed.path, offset: body.count, length: 0))
