@@ -59,14 +59,22 @@ struct ResumableRulesTests {
     #expect(json["code"] as? String == "upload_offset_mismatch")
   }
 
-  @Test(arguments: ResumableInteropTests.versions)
-  func appendingToACompletedUploadIsRefusedAndChangesNothing(version: Int) throws {
-    let server = try AttachmentServer()
-    defer { server.stop() }
+  /// The corpus JPEG sent at `version`, cut after 1000 bytes and resumed to its 201.
+  static func completedUpload(_ server: AttachmentServer, version: Int) throws -> (
+    client: ResumableClient, body: [UInt8], resumed: ResumableClient.Resumed
+  ) {
     let client = Interop.client(server, version: version)
     let body = [UInt8](try Corpus.data(Self.jpeg))
     let resumed = try client.interruptedUpload(body, cut: 1000)
     #expect(resumed.final.status == 201)
+    return (client, body, resumed)
+  }
+
+  @Test(arguments: ResumableInteropTests.versions)
+  func appendingToACompletedUploadIsRefusedAndChangesNothing(version: Int) throws {
+    let server = try AttachmentServer()
+    defer { server.stop() }
+    let (client, body, resumed) = try Self.completedUpload(server, version: version)
     let more = try Self.exchange(
       server, client.append(resumed.path, offset: body.count, length: 3, complete: false), [1, 2, 3])
     #expect(more.status == 400)
@@ -101,10 +109,7 @@ struct ResumableRulesTests {
   func anUploadCompleteWithoutAnAnswerIsProcessedByItsRepeatedCompletion(version: Int) throws {
     let server = try AttachmentServer()
     defer { server.stop() }
-    let client = Interop.client(server, version: version)
-    let body = [UInt8](try Corpus.data(Self.jpeg))
-    let resumed = try client.interruptedUpload(body, cut: 1000)
-    #expect(resumed.final.status == 201)
+    let (client, body, resumed) = try Self.completedUpload(server, version: version)
     let id = try #require(resumed.final.json?["id"] as? String)
     let index = try #require(server.app.attachments.store.index as? SQLiteIndex)
     try index.write {
