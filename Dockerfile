@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Build: the Swift toolchain image (Debian 12) + the -dev packages Scripts/install-deps lists.
 FROM swift:6.3-bookworm AS build
 WORKDIR /src
@@ -20,7 +19,7 @@ RUN apt-get update \
       libsqlite3-0 libpq5 libssl3 libcurl4 libavcodec59 libavutil57 libavformat59 libavfilter8 curl ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # RUNTIME-PACKAGES-END
-RUN useradd --system --uid 10001 --home-dir /var/lib/attachd --create-home attachd
+RUN useradd --uid 10001 --user-group --no-log-init --home-dir /var/lib/attachd --create-home --shell /usr/sbin/nologin attachd
 COPY --from=build /attachd /usr/local/bin/attachd
 COPY Config /etc/attachd
 USER attachd

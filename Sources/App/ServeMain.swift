@@ -83,6 +83,18 @@ public enum ServeMain {
         ("data_dir", configuration.storage.dataDirectory), ("storage", configuration.storageSummary),
         ("version", Application.version),
       ])
+    // A stack started without keys answers every upload 401 and nothing else says why. (Right
+    // after "listening": ServeBinaryTests reads the next line.)
+    if configuration.auth.allEntries.isEmpty && configuration.auth.tokens.keys.isEmpty {
+      application.eventLog.warning(
+        "no keys",
+        fields: [
+          (
+            "detail",
+            "no API key and no upload-token issuer is configured: every request but health checks and signed links answers 401; set ATTACHD_API_KEYS or ATTACHD_AUTH_KEYS (docs/configuration.md)"
+          )
+        ])
+    }
     application.logSandbox(waitingUpTo: 10)
     defer {
       application.accessLog.flush()

@@ -72,6 +72,33 @@ import Testing
     #expect(started.process.terminationStatus == 0)
   }
 
+  /// A stack brought up with an empty `.env` answers every upload 401: `serve` says why at start,
+  /// and says nothing when a key is set.
+  @Test(.enabled(if: binary != nil, "attachd binary not built"))
+  func serveWarnsAtStartWhenNoKeyIsConfigured() throws {
+    func warnings(_ environment: [String: String]) throws -> [String] {
+      let dataDir = try LiveTesting.temporaryDirectory() + "/data"
+      let started = try start(["--port", "0", "--data-dir", dataDir], environment: environment)
+      defer {
+        started.process.terminate()
+        started.process.waitUntilExit()
+      }
+      var found: [String] = []
+      _ = LiveTesting.waitUntil(seconds: 15) {
+        let lines = (try? LiveTesting.jsonLines(started.stderrPath)) ?? []
+        found = lines.filter { $0["message"] as? String == "no keys" }.compactMap { $0["detail"] as? String }
+        // The warning, when there is one, is the line right after "listening".
+        let listening = lines.firstIndex { $0["message"] as? String == "listening" } ?? lines.count
+        return lines.count > listening + 1
+      }
+      return found
+    }
+    let keyless = try warnings(["ATTACHD_ACCESS_LOG": "off"])
+    #expect(keyless.count == 1)
+    #expect(keyless.first?.contains("ATTACHD_API_KEYS") == true)
+    #expect(try warnings(["ATTACHD_API_KEYS": "acme:0123456789abcdef", "ATTACHD_ACCESS_LOG": "off"]).isEmpty)
+  }
+
   @Test(.enabled(if: binary != nil, "attachd binary not built")) func aBadSettingStopsServeWithExitStatus78()
     throws
   {

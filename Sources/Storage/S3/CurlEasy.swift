@@ -119,6 +119,10 @@ final class CurlEasy: @unchecked Sendable {
       CCurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1),
       CCurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(timeouts.idle.rounded(.up)))),
       CCurl_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1),
+      // Names are looked up again after 2 s, not curl's 60: a restarted S3 container (compose,
+      // Kubernetes) comes back on a new address, and with the old one cached every request
+      // timed out connecting for up to a minute (Scripts/staging restarts SeaweedFS).
+      CCurl_setopt_long(handle, CURLOPT_DNS_CACHE_TIMEOUT, 2),
       CCurl_setopt_long(handle, CURLOPT_BUFFERSIZE, 256 * 1024),
       CCurl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION, headerCallback),
       CCurl_setopt_pointer(handle, CURLOPT_HEADERDATA, context),
