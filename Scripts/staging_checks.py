@@ -218,12 +218,24 @@ def check_spread():
     report(all(c > 0 for c in counts), f"uploads spread over both nodes (upload requests: a {counts[0]}, b {counts[1]})")
 
 
+def post_heic(body):
+    """One HEIC upload through HAProxy: its status, or the name of the socket error."""
+    try:
+        return request("POST", "/v1/attachments", body, {**AUTH, "Content-Type": "image/heic"})[0]
+    except OSError as error:
+        return type(error).__name__
+
+
+def heic_bytes():
+    with open(os.path.join(WORK, "phone.heic"), "rb") as f:
+        return f.read()
+
+
 class Sender:
     """Uploads the small HEIC through HAProxy back to back until stopped; keeps every status."""
 
     def __init__(self):
-        with open(os.path.join(WORK, "phone.heic"), "rb") as f:
-            self.body = f.read()
+        self.body = heic_bytes()
         self.statuses = []
         self.running = True
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -231,11 +243,7 @@ class Sender:
 
     def run(self):
         while self.running:
-            try:
-                status, _, _ = request("POST", "/v1/attachments", self.body, {**AUTH, "Content-Type": "image/heic"})
-            except OSError as error:
-                status = f"{type(error).__name__}"
-            self.statuses.append(status)
+            self.statuses.append(post_heic(self.body))
             time.sleep(0.1)
 
     def stop(self):
@@ -292,18 +300,14 @@ def check_restart(service, earlier):
     nodes_before = [started_at(n) for n in NODES]
     podman("restart", "-t", "20", container)
     began = time.monotonic()
-    with open(os.path.join(WORK, "phone.heic"), "rb") as f:
-        body = f.read()
+    body = heic_bytes()
     recovered = None
     last = None
     healthy = None
     while time.monotonic() - began < 90:
         if healthy is None and subprocess.run(["podman", "healthcheck", "run", container], capture_output=True).returncode == 0:
             healthy = time.monotonic() - began
-        try:
-            last, _, _ = request("POST", "/v1/attachments", body, {**AUTH, "Content-Type": "image/heic"})
-        except OSError as error:
-            last = type(error).__name__
+        last = post_heic(body)
         if last == 201:
             recovered = time.monotonic() - began
             break
