@@ -102,6 +102,95 @@ struct CrossNodeCrashTests {
     #expect(try CrossNodeUploadTests.uploadObjects(backends).isEmpty)
   }
 
+  /// Node A is frozen (SIGSTOP) holding an upload it has committed up to the cut, with bytes of
+  /// the wrong content waiting unread in its socket. Node B's offset retrieval waits out the
+  /// 3 s writer lease (a frozen node's database session lives on, so only the lease frees the
+  /// upload), answers the committed offset, and completes the upload. Thawed (SIGCONT), node A
+  /// reads the late bytes and tries to commit them: fenced, it answers its old request 409
+  /// `upload_superseded`, and nothing it wrote counts — both nodes report the complete upload,
+  /// serve the record of a plain upload of the right bytes, and the bucket holds no object of
+  /// the upload.
+  @Test func aNodeFrozenPastItsLeaseIsTakenOverAndItsLateWritesChangeNothing() throws {
+    let backends = try ScaleOutBackends.make(label: "frozen")
+    let lease = 3.0
+    let environment = ServeBinaryScaleOutTests.environment(backends).merging(Self.tuning) { $1 }
+      .merging(["ATTACHD_UPLOAD_LEASE_DURATION": String(Int(lease))]) { $1 }
+    func start() throws -> ServeBinaryTests.Started {
+      let dataDirectory = try LiveTesting.temporaryDirectory() + "/data"
+      return try ServeBinaryTests().start(
+        ["--port", "0", "--data-dir", dataDirectory], environment: environment)
+    }
+    let nodeA = try start()
+    defer {
+      kill(nodeA.process.processIdentifier, SIGCONT)
+      if nodeA.process.isRunning { nodeA.process.terminate() }
+    }
+    let nodeB = try start()
+    defer { if nodeB.process.isRunning { nodeB.process.terminate() } }
+    let image = try CrossNodeUploadTests.largeImage()
+    let body = image.bytes
+    let cut = CrossNodeUploadTests.cut
+
+    let onA = ResumableClient(version: 6, key: Self.key, port: nodeA.port)
+    let stale = try TestConnection.live(port: nodeA.port, timeout: 30)
+    try stale.send(onA.creation(length: body.count, contentType: "image/png"))
+    let interim = try stale.readResponse()
+    let path = ResumableClient.path(of: try #require(interim["Location"]))
+    try stale.send(Array(body[0..<cut]))
+    #expect(LiveTesting.waitUntil(seconds: 30) { Self.committedOffset(backends, path: path) == cut })
+    kill(nodeA.process.processIdentifier, SIGSTOP)
+    let frozen = ContinuousClock.now
+    // What node A reads when it runs again: bytes at the cut that are not the image's.
+    try stale.send([UInt8](repeating: 0xEE, count: 64 << 10))
+
+    // Node B waits out the lease of the frozen node, then the upload is its own.
+    let onB = ResumableClient(version: 6, key: Self.key, port: nodeB.port)
+    let connection = try TestConnection.live(port: nodeB.port, timeout: 30)
+    try connection.send(onB.offsetRetrieval(path))
+    let head = try connection.readResponse(forHead: true)
+    let tookOver = ContinuousClock.now - frozen
+    #expect(head.status == 204 && head["Upload-Offset"] == String(cut), "\(head.status) \(head.text)")
+    #expect(tookOver >= .seconds(lease - 0.5), "taken over \(tookOver) after the freeze, inside the lease")
+    #expect(tookOver < .seconds(lease + 5), "taken over \(tookOver) after the freeze")
+    try connection.send(onB.append(path, offset: cut, length: body.count - cut))
+    try connection.send(Array(body[cut...]))
+    let final = try connection.readFinal()
+    #expect(final.status == 201, "\(final.status) \(final.text)")
+    let id = try #require(final.json?["id"] as? String)
+
+    // Thawed, node A's late bytes are refused, and its request is told why.
+    kill(nodeA.process.processIdentifier, SIGCONT)
+    let superseded = try stale.readFinal()
+    #expect(
+      superseded.status == 409 && superseded.json?["code"] as? String == "upload_superseded",
+      "\(superseded.status) \(superseded.text)")
+    Thread.sleep(forTimeInterval: 1)  // node A's commit timer has run since
+    for node in [nodeA, nodeB] {
+      let client = ResumableClient(version: 6, key: Self.key, port: node.port)
+      let reader = try TestConnection.live(port: node.port, timeout: 30)
+      try reader.send(client.offsetRetrieval(path))
+      let offset = try reader.readResponse(forHead: true)
+      #expect(offset["Upload-Offset"] == String(body.count) && offset["Upload-Complete"] == "?1")
+      #expect(offset["Content-Location"]?.hasSuffix("/v1/attachments/\(id)") == true, "\(offset.headers)")
+    }
+    #expect(Self.committedOffset(backends, path: path) == body.count)
+    func curl(_ arguments: [String]) throws -> [String: Any]? {
+      let (status, output) = try LiveTesting.run(
+        "/usr/bin/curl", ["-s", "--max-time", "60", "-H", "Authorization: Bearer \(Self.key)"] + arguments,
+        timeout: 70)
+      #expect(status == 0)
+      return try JSONSerialization.jsonObject(with: output) as? [String: Any]
+    }
+    let plain = try curl(["--data-binary", "@" + image.path, "http://127.0.0.1:\(nodeA.port)/v1/attachments"])
+    #expect(ResumableInteropTests.facts(final.json) == ResumableInteropTests.facts(plain))
+    let meta = try curl(["http://127.0.0.1:\(nodeA.port)/v1/attachments/\(id)/meta"])
+    #expect(meta?["sha256"] as? String == final.json?["sha256"] as? String)
+
+    // Node A's late bytes never reached the bucket either: the upload left no object behind.
+    #expect(try CrossNodeUploadTests.uploadObjects(backends).isEmpty)
+    print("FrozenNode: taken over \(tookOver) after SIGSTOP (lease \(lease) s)")
+  }
+
   /// One upload in flight: what its client sent, and what node A told it was acknowledged.
   final class Sender: Sendable {
     let body: [UInt8]
