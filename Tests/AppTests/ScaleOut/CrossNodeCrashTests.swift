@@ -102,6 +102,62 @@ struct CrossNodeCrashTests {
     #expect(try CrossNodeUploadTests.uploadObjects(backends).isEmpty)
   }
 
+  /// A plain upload with an `Idempotency-Key` has reached node A, which claimed the key and is
+  /// processing it, when A is killed with SIGKILL. The client's retry on node B with the same
+  /// key is not refused as in progress for the claim's 10-minute lease: node A's session ended
+  /// with it, so B takes the claim over and answers 201 within 5 s of the kill; a second retry
+  /// is the replay, and there is one record.
+  @Test func aRetriedIdempotencyKeyCompletesOnTheOtherNodeWithinSecondsOfAKill() throws {
+    let backends = try ScaleOutBackends.make(label: "killkey")
+    let nodeA = try Self.start(backends)
+    defer { if nodeA.process.isRunning { nodeA.process.terminate() } }
+    let nodeB = try Self.start(backends)
+    defer { if nodeB.process.isRunning { nodeB.process.terminate() } }
+    // Noise: slow to decode and to encode, so node A is caught processing it.
+    let path = try DistinctImages.file(seed: 7, width: 4000, height: 3000, noisy: true)
+    let body = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    let key = "killed-while-processing-1"
+    let connection = try TestConnection.live(port: nodeA.port, timeout: 30)
+    try connection.send(
+      "POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(Self.key)\r\n"
+        + "Idempotency-Key: \(key)\r\nContent-Type: image/png\r\nContent-Length: \(body.count)\r\n\r\n")
+    try connection.send(body)
+    let database = String(try #require(URLComponents(string: backends.postgresURL)).path.dropFirst())
+    func claim() -> String {
+      let state = try? PostgresServer.shared().psql("SELECT state FROM idempotency_keys", database: database)
+      return state?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    }
+    #expect(LiveTesting.waitUntil(seconds: 30) { !claim().isEmpty }, "node A never claimed the key")
+    kill(nodeA.process.processIdentifier, SIGKILL)
+    let killed = ContinuousClock.now
+    nodeA.process.waitUntilExit()
+    #expect(claim() == "running", "node A had finished before the kill: the retry would be a replay")
+
+    func post() throws -> (status: Int32, json: [String: Any]?, headers: String) {
+      let headers = try LiveTesting.temporaryDirectory() + "/headers"
+      let (status, output) = try LiveTesting.run(
+        "/usr/bin/curl",
+        [
+          "-s", "--max-time", "30", "-D", headers, "--data-binary", "@" + path,
+          "-H", "Authorization: Bearer \(Self.key)", "-H", "Idempotency-Key: \(key)",
+          "http://127.0.0.1:\(nodeB.port)/v1/attachments",
+        ], timeout: 40)
+      #expect(status == 0)
+      let json = try? JSONSerialization.jsonObject(with: output) as? [String: Any]
+      return (status, json, (try? String(contentsOfFile: headers, encoding: .utf8)) ?? "")
+    }
+    let retry = try post()
+    let answered = ContinuousClock.now - killed
+    #expect(retry.headers.contains("HTTP/1.1 201"), "\(retry.headers) \(String(describing: retry.json))")
+    #expect(answered < .seconds(5), "the retry was answered \(answered) after the kill")
+    let again = try post()
+    #expect(again.headers.lowercased().contains("idempotent-replayed: true"), "\(again.headers)")
+    #expect(again.json?["id"] as? String == retry.json?["id"] as? String)
+    let index = try PostgresServer.shared().psql("SELECT count(*) FROM attachments", database: database)
+    #expect(index.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+    print("CrossNodeCrash: the retried Idempotency-Key answered 201 on node B \(answered) after the kill")
+  }
+
   /// Node A is frozen (SIGSTOP) holding an upload it has committed up to the cut, with bytes of
   /// the wrong content waiting unread in its socket. Node B's offset retrieval waits out the
   /// 3 s writer lease (a frozen node's database session lives on, so only the lease frees the
