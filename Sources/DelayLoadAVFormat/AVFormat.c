@@ -25,6 +25,9 @@ FORWARD(avformat, int, av_read_frame, (AVFormatContext * context, AVPacket *pack
 FORWARD(avformat, int, av_seek_frame,
         (AVFormatContext * context, int stream, int64_t timestamp, int flags),
         (context, stream, timestamp, flags))
+FORWARD(avformat, int, avformat_index_get_entries_count, (const AVStream *stream), (stream))
+FORWARD(avformat, const AVIndexEntry *, avformat_index_get_entry, (AVStream * stream, int index),
+        (stream, index))
 FORWARD(avformat, AVIOContext *, avio_alloc_context,
         (unsigned char *buffer, int size, int write, void *opaque,
          int (*read)(void *, uint8_t *, int), int (*write_packet)(void *, uint8_t *, int),

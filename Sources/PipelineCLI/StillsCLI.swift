@@ -39,7 +39,7 @@ public enum StillsCLI {
     let made = data.withUnsafeBytes { bytes in
       Result { () throws(VideoError) -> VideoStills in
         guard sandboxed else {
-          return try VideoStillsMaker.make(bytes, pipeline: pipeline, settings: settings)
+          return try VideoStillsMaker.make(bytes, pipeline: pipeline, settings: settings, inputIsMapped: true)
         }
         sandbox = Sandbox(configuration: SandboxConfiguration())
         return try SandboxedVideo(pipeline: pipeline, sandbox: sandbox!, settings: settings).stills(

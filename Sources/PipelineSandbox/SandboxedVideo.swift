@@ -148,8 +148,9 @@ public enum VideoJobs {
   public static let stills = job("video.stills", tooLarge: "the stills are larger than the output file") {
     input, parameters, out throws in
     let (configuration, settings) = try VideoWire.readParameters(parameters)
+    // The child's input is its memory file, mapped read-only (SandboxChild).
     let stills = try VideoStillsMaker.make(
-      input, pipeline: try Pipeline(configuration: configuration), settings: settings)
+      input, pipeline: try Pipeline(configuration: configuration), settings: settings, inputIsMapped: true)
     VideoWire.write(stills, to: &out)
   }
 
@@ -157,7 +158,7 @@ public enum VideoJobs {
   public static let rendition = job("video.rendition", tooLarge: "the rendition is larger than allowed") {
     input, parameters, out throws in
     let settings = try VideoWire.readRenditionParameters(parameters)
-    let mp4 = try VideoRenditionMaker.make(input, settings: settings)
+    let mp4 = try VideoRenditionMaker.make(input, settings: settings, inputIsMapped: true)
     out.byte(VideoWire.renditionTag)
     out.bytes(mp4)
   }

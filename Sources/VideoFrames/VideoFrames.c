@@ -35,7 +35,7 @@ int VideoFrames_open(const uint8_t *data, size_t size, VideoFramesOptions option
   VideoFramesSource *s = calloc(1, sizeof *s);
   if (s == NULL) return AVERROR(ENOMEM);
   s->options = options;
-  int code = VideoInput_open(&s->input, data, size, error, error_size);
+  int code = VideoInput_open(&s->input, data, size, options.release_read_input, error, error_size);
   if (code < 0) {
     free(s);
     return code;
@@ -101,8 +101,10 @@ static int isPlainYUV(int format) {
          format == AV_PIX_FMT_YUV444P || format == AV_PIX_FMT_YUVJ444P;
 }
 
-// The graph a frame goes through when it is not plain 8-bit Y'CbCr: HDR (HLG, PQ) is linearised,
-// tone-mapped (Hable, as FFmpeg's documentation recipe) into BT.709 and scaled on the way; other
+// The graph a frame goes through when it is not plain 8-bit Y'CbCr: HDR (HLG, PQ) is scaled,
+// linearised and brought to BT.709 primaries in one zscale (one float frame fewer than FFmpeg's
+// documentation recipe, which converts the primaries in a zscale of its own: the same arithmetic
+// on linear light), then tone-mapped (Hable, as that recipe); other
 // formats (10-bit SDR, 4:2:0 with alpha …) are only scaled and made 8-bit 4:2:0.
 static int buildGraph(VideoFramesSource *s, const AVFrame *frame, char *error, size_t error_size) {
   char source[256];
@@ -114,8 +116,8 @@ static int buildGraph(VideoFramesSource *s, const AVFrame *frame, char *error, s
   int transfer = transferOf(s, frame);
   if (transfer == AVCOL_TRC_SMPTE2084 || transfer == AVCOL_TRC_ARIB_STD_B67) {
     snprintf(description, sizeof description,
-             "zscale=w=%d:h=%d:filter=lanczos:tin=%s:pin=bt2020:min=bt2020nc:rin=tv:t=linear:npl=100,"
-             "format=gbrpf32le,zscale=p=bt709,tonemap=tonemap=hable:desat=0,"
+             "zscale=w=%d:h=%d:filter=lanczos:tin=%s:pin=bt2020:min=bt2020nc:rin=tv:t=linear:p=bt709:npl=100,"
+             "format=gbrpf32le,tonemap=tonemap=hable:desat=0,"
              "zscale=t=bt709:m=bt709:r=tv,format=yuv420p",
              width, height, transfer == AVCOL_TRC_SMPTE2084 ? "smpte2084" : "arib-std-b67");
   } else {
@@ -210,10 +212,32 @@ static int deliver(VideoFramesSource *s, int64_t time_us, VideoFramesPicture *pi
   return 0;
 }
 
+// The keyframe nearest `time_us` within `tolerance_us` either side, by the stream's index
+// (QuickTime/MP4 list every sample; Matroska's cues may be sparse or not read yet): its timestamp
+// in the stream's time base, or AV_NOPTS_VALUE when there is none. The keyframe after the time
+// counts as well as the one before: with a keyframe a second and stills 1.25 s apart, half the
+// stills would otherwise decode a run of frames from the keyframe before.
+static int64_t nearestKeyframe(VideoFramesSource *s, int64_t time_us, int64_t tolerance_us) {
+  if (tolerance_us <= 0) return AV_NOPTS_VALUE;
+  AVStream *stream = s->input.format->streams[s->options.stream];
+  int count = avformat_index_get_entries_count(stream);
+  int64_t best = AV_NOPTS_VALUE, bestDistance = INT64_MAX;
+  for (int i = 0; i < count; i++) {
+    const AVIndexEntry *entry = avformat_index_get_entry(stream, i);
+    if (entry == NULL || !(entry->flags & AVINDEX_KEYFRAME)) continue;
+    int64_t distance = llabs(toMicroseconds(s, entry->timestamp) - time_us);
+    if (distance <= tolerance_us && distance < bestDistance) {
+      best = entry->timestamp;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
 int VideoFrames_frameAt(VideoFramesSource *s, int64_t time_us, int64_t tolerance_us,
                         VideoFramesPicture *picture, char *error, size_t error_size) {
   int stream = s->options.stream;
-  // When the keyframe at or before the time is close enough, it is the frame delivered: decode
+  // When a keyframe is close enough to the time, it is the frame delivered: decode
   // it alone (other frames skipped, the decoder drained at once) instead of filling the decoder
   // with the frames after it that it would hold back for reordering — for a 4K HEVC movie that
   // is a few frames of 25 MB each, and their decoding, per still.
@@ -221,8 +245,16 @@ int VideoFrames_frameAt(VideoFramesSource *s, int64_t time_us, int64_t tolerance
   // its presentation time.)
   int firstPacket = 1;
   s->codec->skip_frame = AVDISCARD_DEFAULT;
-  // Back to the keyframe at or before the time, then forward to the frame shown then.
-  if (av_seek_frame(s->input.format, stream, fromMicroseconds(s, time_us), AVSEEK_FLAG_BACKWARD) >= 0) {
+  // To the nearest keyframe within the tolerance; else back to the keyframe at or before the
+  // time, then forward to the frame shown then.
+  // (An index entry's timestamp is its decode time; QuickTime's demuxer seeking backwards
+  // looks for a keyframe shown at or before it, which is the keyframe before when frames are
+  // reordered, so a chosen keyframe is sought forwards: the first at or after its own entry.)
+  int64_t keyframe = nearestKeyframe(s, time_us, tolerance_us);
+  int seeked = keyframe != AV_NOPTS_VALUE
+                   ? av_seek_frame(s->input.format, stream, keyframe, 0)
+                   : av_seek_frame(s->input.format, stream, fromMicroseconds(s, time_us), AVSEEK_FLAG_BACKWARD);
+  if (seeked >= 0) {
     avcodec_flush_buffers(s->codec);
     s->drained = 0;
   }

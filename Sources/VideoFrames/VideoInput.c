@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 void VideoInput_describe(int code, const char *what, char *error, size_t size) {
   char reason[128] = "";
@@ -11,6 +13,21 @@ void VideoInput_describe(int code, const char *what, char *error, size_t size) {
 }
 
 // --- I/O over the bytes in memory ------------------------------------------------------------
+// Bytes kept mapped behind the read position (the demuxer steps back a little between
+// interleaved audio and video samples), and the least worth a system call.
+enum { keptBehind = 8 << 20, releaseStep = 4 << 20 };
+
+// Gives back the pages of a mapped input that lie well behind the read position: the movie is
+// read through once, and its pages would otherwise all count against the process's memory.
+static void releaseBehind(VideoInput *s) {
+  if (!s->release_read || s->position - keptBehind - s->released < releaseStep) return;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t start = ((uintptr_t)(s->data + s->released) + page - 1) & ~(page - 1);
+  uintptr_t end = (uintptr_t)(s->data + s->position - keptBehind) & ~(page - 1);
+  if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
+  s->released = s->position - keptBehind;
+}
+
 static int readInput(void *opaque, uint8_t *buffer, int size) {
   VideoInput *s = opaque;
   if (s->position >= (int64_t)s->size) return AVERROR_EOF;
@@ -18,6 +35,7 @@ static int readInput(void *opaque, uint8_t *buffer, int size) {
   size_t n = (size_t)size < left ? (size_t)size : left;
   memcpy(buffer, s->data + s->position, n);
   s->position += (int64_t)n;
+  releaseBehind(s);
   return (int)n;
 }
 
@@ -34,6 +52,8 @@ static int64_t seekInput(void *opaque, int64_t offset, int whence) {
   int64_t target = base + offset;
   if (target < 0 || target > (int64_t)s->size) return AVERROR(EINVAL);
   s->position = target;
+  // A seek back reads those pages again (faulted in from the file); release from there on.
+  if (s->released > target) s->released = target;
   return target;
 }
 
@@ -57,7 +77,8 @@ static int videoCodecAllowed(enum AVCodecID id) {
          id == AV_CODEC_ID_VP8 || id == AV_CODEC_ID_AV1;
 }
 
-int VideoInput_open(VideoInput *s, const uint8_t *data, size_t size, char *error, size_t error_size) {
+int VideoInput_open(VideoInput *s, const uint8_t *data, size_t size, int release_read, char *error,
+                    size_t error_size) {
   memset(s, 0, sizeof *s);
   const char *missing = VideoInput_preload();
   if (missing != NULL) {
@@ -66,6 +87,7 @@ int VideoInput_open(VideoInput *s, const uint8_t *data, size_t size, char *error
   }
   s->data = data;
   s->size = size;
+  s->release_read = release_read;
   int code = AVERROR(ENOMEM);
   const int bufferSize = 64 * 1024;
   unsigned char *buffer = av_malloc(bufferSize);

@@ -12,13 +12,19 @@ typedef struct {
   const uint8_t *data;
   size_t size;
   int64_t position;
+  // Set when `data` maps a file: bytes below `released` have been given back to the kernel.
+  int release_read;
+  int64_t released;
   AVIOContext *io;
   AVFormatContext *format;
 } VideoInput;
 
 // Opens the demuxer over `data` (which must outlive the input). 0, or an FFmpeg error with
 // `error` filled in; on failure the input is closed.
-int VideoInput_open(VideoInput *input, const uint8_t *data, size_t size, char *error, size_t error_size);
+// `release_read`: `data` is a read-only mapping of a file, whose pages well behind the read position
+// may be dropped from this process (a later read faults them in again from the file).
+int VideoInput_open(VideoInput *input, const uint8_t *data, size_t size, int release_read, char *error,
+                    size_t error_size);
 void VideoInput_close(VideoInput *input);
 
 // A decoder for `stream` (video: HEVC, H.264, VP9, AV1; audio: what FFmpeg decodes), one thread.

@@ -134,8 +134,8 @@ static int configureVideoGraph(Rendition *r, const AVFrame *frame) {
   char scale[384];
   if (transfer == AVCOL_TRC_SMPTE2084 || transfer == AVCOL_TRC_ARIB_STD_B67) {
     snprintf(scale, sizeof scale,
-             "zscale=w=%d:h=%d:filter=lanczos:tin=%s:pin=bt2020:min=bt2020nc:rin=tv:t=linear:npl=100,"
-             "format=gbrpf32le,zscale=p=bt709,tonemap=tonemap=hable:desat=0,"
+             "zscale=w=%d:h=%d:filter=lanczos:tin=%s:pin=bt2020:min=bt2020nc:rin=tv:t=linear:p=bt709:npl=100,"
+             "format=gbrpf32le,tonemap=tonemap=hable:desat=0,"
              "zscale=t=bt709:m=bt709:r=tv,format=yuv420p,",
              storedWidth, storedHeight, transfer == AVCOL_TRC_SMPTE2084 ? "smpte2084" : "arib-std-b67");
   } else {
@@ -364,7 +364,7 @@ int VideoRendition_make(const uint8_t *data, size_t size, VideoRenditionOptions 
   r.error = error;
   r.error_size = error_size;
   r.memory.limit = options.max_output_bytes;
-  int code = VideoInput_open(&r.input, data, size, error, error_size);
+  int code = VideoInput_open(&r.input, data, size, options.release_read_input, error, error_size);
   if (code < 0) return code;
   for (unsigned i = 0; i < r.input.format->nb_streams; i++) {
     if ((int)i != options.video_stream && (int)i != options.audio_stream) {

@@ -24,8 +24,11 @@ public struct VideoRenditionSettings: Sendable, Equatable {
 /// `moov` first, and nothing else: `MP4Finisher` drops what the muxer leaves, and
 /// `MovieOutputCheck` proves it before the bytes leave. Runs in the decode sandbox's child.
 public enum VideoRenditionMaker {
+  /// `inputIsMapped`: as for `VideoStillsMaker.make` — a 400 MB movie read through then costs
+  /// the process a few MB of its pages, not 400 MB.
   public static func make(
-    _ input: UnsafeRawBufferPointer, settings: VideoRenditionSettings = VideoRenditionSettings()
+    _ input: UnsafeRawBufferPointer, settings: VideoRenditionSettings = VideoRenditionSettings(),
+    inputIsMapped: Bool = false
   )
     throws(VideoError) -> [UInt8]
   {
@@ -51,6 +54,7 @@ public enum VideoRenditionMaker {
     options.frame_rate = Int32(min(settings.maxFrameRate, max(1, Int(sourceRate.rounded()))))
     options.crf = Int32(settings.crf)
     options.max_output_bytes = settings.maxOutputBytes
+    options.release_read_input = inputIsMapped ? 1 : 0
     if let failure = VideoStillsMaker.preload() {
       throw .pipeline(.init(.internal, "video libraries", detail: failure))
     }

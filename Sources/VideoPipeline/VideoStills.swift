@@ -85,8 +85,11 @@ public enum VideoError: Error, Equatable, Sendable {
 /// ones tone-mapped, and each goes through the still pipeline's resize, orientation, colour and
 /// encode steps and its JPEG check. Runs in the decode sandbox's child (the `video.stills` job).
 public enum VideoStillsMaker {
+  /// `inputIsMapped`: `input` is a read-only mapping of a file or memory file (never anonymous
+  /// memory), whose pages the demuxer has read past may be given back as it goes.
   public static func make(
-    _ input: UnsafeRawBufferPointer, pipeline: Pipeline, settings: VideoStillsSettings = VideoStillsSettings()
+    _ input: UnsafeRawBufferPointer, pipeline: Pipeline, settings: VideoStillsSettings = VideoStillsSettings(),
+    inputIsMapped: Bool = false
   ) throws(VideoError) -> VideoStills {
     let outline: MovieOutline
     do {
@@ -108,6 +111,7 @@ public enum VideoStillsMaker {
     options.declared_transfer = Int32(video.colour?.transfer ?? 2)
     options.target_width = Int32(stored.0)
     options.target_height = Int32(stored.1)
+    options.release_read_input = inputIsMapped ? 1 : 0
     // libav's own logger would write to standard error (and ask if it is a terminal first).
     if let failure = preload() {
       throw .pipeline(PipelineError(.internal, "video libraries", detail: failure))

@@ -1,8 +1,13 @@
 import Foundation
+import ImagePipeline
 import MovieContainers
 import TestSupport
 import Testing
 import VideoPipeline
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The MP4 rendition of the fixtures: it decodes without error in `ffmpeg`, and `ffprobe` finds
 /// H.264 High 8-bit 4:2:0, upright pixels with no display matrix, within 1280 px, a constant
@@ -125,5 +130,94 @@ struct VideoRenditionTests {
     let jpeg = [UInt8](out.fileHandleForReading.readDataToEndOfFile())
     process.waitUntilExit()
     #expect(try VideoStillsTests().quadrants(jpeg) == expected)
+  }
+}
+
+/// A movie read from a mapping of its file gives its pages back behind the demuxer
+/// (`inputIsMapped`): what it makes is byte for byte what it makes from memory, and the pages
+/// of the file the process holds at the end are a few MiB, not the file.
+@Suite(.enabled(if: ToneMapReferenceTests.ffmpeg != nil, "skipped: no ffmpeg"))
+struct MappedVideoInputTests {
+  /// Two seconds of lossless noise with audio: ~20 MB, past the 12 MiB the release starts at.
+  static func largeMovie() throws -> String {
+    let path = try ScratchSpace.directory("attachd-mapped-video") + "/noise.mp4"
+    if FileManager.default.fileExists(atPath: path) { return path }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try #require(ToneMapReferenceTests.ffmpeg))
+    process.arguments = [
+      "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=2",
+      "-f", "lavfi", "-i", "sine=frequency=440:duration=2", "-vf", "noise=alls=100:allf=t",
+      "-c:v", "libx264", "-qp", "0", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", path + ".part.mp4",
+    ]
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    try FileManager.default.moveItem(atPath: path + ".part.mp4", toPath: path)
+    return path
+  }
+
+  /// The resident size in KiB of the mapping that starts at `base`, from /proc/self/smaps.
+  static func residentKiB(of base: UnsafeMutableRawPointer) throws -> Int {
+    // (Read to its end: /proc's files say they are empty.)
+    let handle = try #require(FileHandle(forReadingAtPath: "/proc/self/smaps"))
+    defer { try? handle.close() }
+    let smaps = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+    let start = String(UInt(bitPattern: base), radix: 16)
+    var inMapping = false
+    for line in smaps.split(separator: "\n") {
+      if let dash = line.firstIndex(of: "-"), line[..<dash].allSatisfy(\.isHexDigit) {
+        inMapping = line[..<dash].drop { $0 == "0" } == start.drop { $0 == "0" }
+      } else if inMapping, line.hasPrefix("Rss:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+      }
+    }
+    return -1
+  }
+
+  /// Maps `path` read-only as the sandbox's child maps its input, and runs `body` over it.
+  static func withMapping<T>(
+    _ path: String, residentAfter: inout [Int], _ body: (UnsafeRawBufferPointer) throws -> T
+  ) throws -> T {
+    let fd = open(path, O_RDONLY)
+    #expect(fd >= 0)
+    defer { close(fd) }
+    var info = stat()
+    #expect(fstat(fd, &info) == 0)
+    let size = Int(info.st_size)
+    let base = try #require(mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0))
+    #expect(base != MAP_FAILED)
+    defer { munmap(base, size) }
+    let result = try body(UnsafeRawBufferPointer(start: base, count: size))
+    // The mapping's pages in this process's page table (its Rss in smaps; the page cache keeps
+    // the file either way).
+    let kept = try Self.residentKiB(of: base)
+    print("MappedVideoInput: \(kept >> 10) MiB of the \(size >> 20) MiB file resident after the read")
+    residentAfter.append(kept)
+    return result
+  }
+
+  @Test func aMappedInputMakesTheSameRenditionAndStillsAndGivesItsPagesBack() throws {
+    let path = try Self.largeMovie()
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    #expect(bytes.count > 16 << 20, "the movie is only \(bytes.count) bytes")
+    let fromMemory = try bytes.withUnsafeBytes { try VideoRenditionMaker.make($0) }
+    var resident: [Int] = []
+    let fromMapping = try Self.withMapping(path, residentAfter: &resident) {
+      try VideoRenditionMaker.make($0, inputIsMapped: true)
+    }
+    #expect(fromMemory == fromMapping)
+    let pipeline = try Pipeline()
+    let stillsFromMemory = try bytes.withUnsafeBytes { try VideoStillsMaker.make($0, pipeline: pipeline) }
+    let stillsFromMapping = try Self.withMapping(path, residentAfter: &resident) {
+      try VideoStillsMaker.make($0, pipeline: pipeline, inputIsMapped: true)
+    }
+    #expect(stillsFromMemory.poster.jpeg == stillsFromMapping.poster.jpeg)
+    #expect(stillsFromMemory.frames.map(\.jpeg) == stillsFromMapping.frames.map(\.jpeg))
+    // The rendition read the whole file: at most the 8 MiB kept behind plus a step stay resident
+    // (without the release, all of it: checked by making the rendition with it off).
+    #expect(resident.count == 2 && resident[0] >= 0 && resident[0] <= 13 << 10, "\(resident) KiB")
+    var withoutRelease: [Int] = []
+    _ = try Self.withMapping(path, residentAfter: &withoutRelease) { try VideoRenditionMaker.make($0) }
+    #expect(withoutRelease.first ?? 0 > 16 << 10, "\(withoutRelease) KiB")
   }
 }

@@ -21,6 +21,10 @@ typedef struct {
   // not 8-bit 4:2:0/4:2:2/4:4:4); 0 keeps the coded size. 8-bit frames are handed over as
   // decoded, for the still pipeline's own resampler.
   int target_width, target_height;
+  // 1 when `data` is a read-only mapping of a file or memory file (never anonymous memory): the
+  // pages the demuxer has read past are then given back as it goes (the file keeps the bytes), so
+  // reading a 400 MB movie through does not make the process 400 MB larger.
+  int release_read_input;
 } VideoFramesOptions;
 
 // One decoded frame, 8-bit Y'CbCr planes, valid until the next call on its source.

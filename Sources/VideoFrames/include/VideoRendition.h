@@ -22,6 +22,8 @@ typedef struct {
   const char *preset;
   // Bytes the output may take at the most.
   size_t max_output_bytes;
+  // As VideoFramesOptions' `release_read_input`.
+  int release_read_input;
 } VideoRenditionOptions;
 
 // Makes the rendition; on success `*output` (free with VideoRendition_free) holds `*output_size`
