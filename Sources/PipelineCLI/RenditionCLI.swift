@@ -35,7 +35,9 @@ public enum RenditionCLI {
     defer { sandbox?.stop() }
     let made = data.withUnsafeBytes { bytes in
       Result { () throws(VideoError) -> [UInt8] in
-        guard sandboxed else { return try VideoRenditionMaker.make(bytes, settings: settings, inputIsMapped: true) }
+        guard sandboxed else {
+          return try VideoRenditionMaker.make(bytes, settings: settings, inputIsMapped: true)
+        }
         sandbox = Sandbox(configuration: SandboxConfiguration())
         return try SandboxedVideo(pipeline: pipeline, sandbox: sandbox!).rendition(
           bytes, file: data.file, settings: settings)

@@ -88,7 +88,8 @@ public enum VideoStillsMaker {
   /// `inputIsMapped`: `input` is a read-only mapping of a file or memory file (never anonymous
   /// memory), whose pages the demuxer has read past may be given back as it goes.
   public static func make(
-    _ input: UnsafeRawBufferPointer, pipeline: Pipeline, settings: VideoStillsSettings = VideoStillsSettings(),
+    _ input: UnsafeRawBufferPointer, pipeline: Pipeline,
+    settings: VideoStillsSettings = VideoStillsSettings(),
     inputIsMapped: Bool = false
   ) throws(VideoError) -> VideoStills {
     let outline: MovieOutline
