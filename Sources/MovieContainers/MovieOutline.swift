@@ -34,6 +34,15 @@ public struct MovieOutline: Sendable, Equatable {
   /// Whether the brands say QuickTime (iPhones write `qt  `).
   public var isQuickTime: Bool { majorBrand == FourCC("qt  ") }
 
+  /// The source format a record names: `mov` (QuickTime), `webm`, `mkv` (Matroska), else `mp4`
+  /// (ISO BMFF: `.mp4`, `.m4v`).
+  public var formatName: String {
+    if isQuickTime { return "mov" }
+    if majorBrand == FourCC("webm") { return "webm" }
+    if majorBrand == FourCC("mkv ") { return "mkv" }
+    return "mp4"
+  }
+
   /// The track a still or a rendition is made from: the first video track with a known codec.
   public var videoTrack: MovieTrack? {
     tracks.first { $0.kind == .video && $0.codec != nil }

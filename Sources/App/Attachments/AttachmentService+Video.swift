@@ -35,7 +35,7 @@ extension AttachmentService {
   ) throws -> StoredAttachment {
     let made = try makeStills(bytes, cancellation: cancellation)
     let source = Storage.SourceInfo(
-      format: made.outline.isQuickTime ? "mov" : "mp4", width: made.track.codedWidth,
+      format: made.outline.formatName, width: made.track.codedWidth,
       height: made.track.codedHeight, bytes: bytes.count, orientation: made.track.orientation.rawValue,
       orientationSource: "display-matrix")
     let poster = made.stills.poster

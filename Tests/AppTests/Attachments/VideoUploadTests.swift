@@ -69,6 +69,8 @@ import Testing
       #expect(video["rotation"] as? Int == rotation, "\(name)")
       #expect(video["mirrored"] as? Bool == mirrored, "\(name)")
       #expect(video["codec"] as? String == codec, "\(name)")
+      let format = (uploaded.record["source"] as? [String: Any])?["format"] as? String
+      #expect(format == String(name.split(separator: ".").last ?? ""), "\(name)")
       let (width, height) = (video["width"] as? Int ?? 0, video["height"] as? Int ?? 0)
       let expected: [Int] = portrait ? [108, 192] : [192, 108]
       #expect([width, height] == expected, "\(name)")
