@@ -94,10 +94,26 @@ public struct Attachment: Codable, Sendable, Equatable {
     public let height: Int
     public let bytes: Int
     public let sha256: String
+    /// The frame for each provider that takes images (`anthropic`, `openai`, `gemini`), sized
+    /// by its rule; `GET` its `url` for that JPEG.
+    public let profiles: [String: FrameProfile]?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-      case url, time, width, height, bytes, sha256
+      case url, time, width, height, bytes, sha256, profiles
       case signedURL = "signed_url"
+    }
+  }
+
+  /// A frame as one provider's image rule sizes it.
+  public struct FrameProfile: Codable, Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    public let estimatedTokens: Int?
+    public let url: String
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+      case width, height, url
+      case estimatedTokens = "estimated_tokens"
     }
   }
 

@@ -96,6 +96,19 @@ enum AttachmentJSON {
       entry.int("height", frame.height)
       entry.int("bytes", frame.bytes)
       entry.string("sha256", frame.blob.hex)
+      // Each provider's image of the frame: its size and tokens by that provider's rule, and the
+      // link that serves it (the stored frame itself when the rule keeps its size).
+      var profiles = ObjectWriter()
+      for profile in VideoFacts.frameProfiles {
+        let size = profile.size(ofStored: frame.width, frame.height)
+        var one = ObjectWriter()
+        one.int("width", size.width)
+        one.int("height", size.height)
+        one.optionalInt("estimated_tokens", profile.estimatedTokens(width: size.width, height: size.height))
+        one.string("url", view.link(view.framePath(number + 1, profile: profile)))
+        profiles.raw(profile.rawValue, one.close())
+      }
+      entry.raw("profiles", profiles.close())
       list.append(contentsOf: entry.close())
     }
     list.append(UInt8(ascii: "]"))

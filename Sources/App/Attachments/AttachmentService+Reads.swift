@@ -59,17 +59,17 @@ extension AttachmentService {
     switch lookup(tenant: tenant, viewer: viewer, id: id, requestID: context.requestID) {
     case .failure(let failure): return failure.response
     case .success(let record) where frame != nil:
-      // A video's frames are stored as they are served (within `video.frameEdge`); a photo
-      // has no frames, and a number past the last is as missing as a wrong id.
+      // A video's frames are stored within `video.frameEdge`; with `?profile=`, sized by that
+      // provider's image rule (made on the first read that asks). A photo has no frames, and a
+      // number past the last is as missing as a wrong id.
       do {
-        let name = VideoFacts.frameName(frame ?? 0)
-        guard record.hasMotion, let rendition = try store.renditions(of: record)[name] else {
+        guard record.hasMotion,
+          let served = try frameImage(
+            of: record, number: frame ?? 0, profile: profile, cancellation: cancellation)
+        else {
           return problem(AppError.notFound, context)
         }
-        return serve(
-          ServedImage(blob: rendition.blob, bytes: rendition.bytes, contentType: record.contentType),
-          head: head,
-          context: context)
+        return serve(served, head: head, context: context)
       } catch {
         return problem(error, context)
       }

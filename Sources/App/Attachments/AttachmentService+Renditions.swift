@@ -92,6 +92,45 @@ extension AttachmentService {
   }
 }
 
+extension AttachmentService {
+  /// A video's frame `number` as `profile`'s image rule sizes it: the stored frame itself when
+  /// the rule keeps its size (at the default `video.frameEdge`, every provider's), else its
+  /// rendition `frame-N.profile`, made now from the stored frame when missing and kept like a
+  /// profile's rendition (deleted with the attachment). nil when the video has no such frame.
+  func frameImage(
+    of record: AttachmentRecord, number: Int, profile: ModelProfile?, cancellation: RequestCancellation?
+  ) throws -> ServedImage? {
+    var renditions = try store.renditions(of: record)
+    guard let frame = renditions[VideoFacts.frameName(number)] else { return nil }
+    let plain = ServedImage(blob: frame.blob, bytes: frame.bytes, contentType: record.contentType)
+    guard let profile, profile.size(ofStored: frame.width, frame.height) != (frame.width, frame.height) else {
+      return plain
+    }
+    let name = VideoFacts.frameName(number, profile: profile)
+    if let made = renditions[name] {
+      return ServedImage(blob: made.blob, bytes: made.bytes, contentType: record.contentType)
+    }
+    let stored = try store.read(frame)
+    for made in try imaging.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation) {
+      do {
+        guard
+          let row = try store.storeRendition(
+            of: record, profile: name, bytes: made.jpeg, width: made.width, height: made.height)
+        else { return nil }  // deleted or expired meanwhile
+        renditions[name] = row
+        return ServedImage(blob: row.blob, bytes: row.bytes, contentType: record.contentType)
+      } catch let error as StorageError where error.code == .full {
+        // A read needs no space: served from memory, made again next time.
+        volume?.noteFull()
+        return ServedImage(
+          blob: BlobHash.of(made.jpeg), bytes: made.jpeg.count, contentType: record.contentType,
+          unstored: made.jpeg)
+      }
+    }
+    return plain
+  }
+}
+
 /// What a `GET` of an attachment sends: a stored blob, or the bytes of a rendition made for
 /// this request that could not be stored (`unstored`, whose content address `blob` is).
 struct ServedImage {

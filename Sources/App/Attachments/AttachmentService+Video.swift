@@ -226,6 +226,13 @@ struct VideoFacts: Codable, Equatable {
 
   /// The rendition name of frame `number` (from 1).
   static func frameName(_ number: Int) -> String { "frame-\(number)" }
+  /// The name of frame `number`'s rendition for `profile` (`frame-3.anthropic`), made when a
+  /// provider's image rule sizes the frame differently.
+  static func frameName(_ number: Int, profile: ModelProfile) -> String {
+    frameName(number) + "." + profile.rawValue
+  }
+  /// The providers a frame lists sizes and links for (each takes images).
+  static let frameProfiles: [ModelProfile] = [.anthropic, .openai, .gemini]
   /// The uploaded video itself, kept (never served: no URL names it) until its MP4 is made.
   static let sourceName = "video-source"
   /// The MP4 rendition's name.

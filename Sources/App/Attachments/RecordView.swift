@@ -47,9 +47,10 @@ struct RecordView {
     return !explicit && profile == tenantDefault ? plain : plain + "?profile=" + profile.rawValue
   }
 
-  /// The path of a video's frame `number` (from 1).
-  func framePath(_ number: Int) -> String {
+  /// The path of a video's frame `number` (from 1), sized for `profile` when one is named.
+  func framePath(_ number: Int, profile: ModelProfile? = nil) -> String {
     Application.attachmentsPath + "/" + record.id + "?frame=\(number)"
+      + (profile.map { "&profile=" + $0.rawValue } ?? "")
   }
 
   /// `path` as a link (absolute with a public base URL).
