@@ -14,8 +14,9 @@ void VideoInput_describe(int code, const char *what, char *error, size_t size) {
 
 // --- I/O over the bytes in memory ------------------------------------------------------------
 // Bytes kept mapped behind the read position (the demuxer steps back a little between
-// interleaved audio and video samples), and the least worth a system call.
-enum { keptBehind = 8 << 20, releaseStep = 4 << 20 };
+// interleaved audio and video samples; a page released too early is only faulted in again from
+// the file), and the least worth a system call.
+enum { keptBehind = 2 << 20, releaseStep = 1 << 20 };
 
 // Gives back the pages of a mapped input that lie well behind the read position: the movie is
 // read through once, and its pages would otherwise all count against the process's memory.
