@@ -170,7 +170,10 @@ public final class Sandbox: Sendable {
           let helper = try HelperProcess(configuration: configuration) { [weak self] helper, reason in
             self?.helperGone(helper, reason: reason)
           }
-          guard let layers = helper.waitReady(seconds: configuration.startTimeout) else {
+          let starting = ContinuousClock.now
+          guard
+            let layers = helper.waitReady(seconds: max(configuration.startLimit, configuration.startTimeout))
+          else {
             helper.terminate()
             throw SandboxError.unavailable("the sandbox helper did not become ready")
           }
@@ -184,7 +187,9 @@ public final class Sandbox: Sendable {
           }
           old?.retire()
           readyChanged.signal()
-          log("sandbox helper \(helper.pid) ready: \(layers)")
+          let took = (ContinuousClock.now - starting).components
+          let milliseconds = took.seconds * 1000 + took.attoseconds / 1_000_000_000_000_000
+          log("sandbox helper \(helper.pid) ready in \(milliseconds) ms: \(layers)")
           backoff = 0.05
         } catch {
           state.withLock { $0.lastFailure = "\(error)" }

@@ -13,8 +13,14 @@ public struct SandboxConfiguration: Sendable, Equatable {
   public var unprivilegedID: UInt32 = 65534
   /// Children of one helper before it is replaced by a fresh one (0: never).
   public var recycleAfter = 10_000
-  /// Seconds to wait for a new helper to say it is ready.
+  /// Seconds a request (or `sandbox check`) waits for a helper to be in service.
   public var startTimeout = 10.0
+  /// Seconds a starting helper is given before it is killed and another started. Longer than
+  /// `startTimeout` on purpose: a helper loads every codec library before it locks down, and on
+  /// a loaded host with a cold disk (a container's first start) that has taken over 10 s — a
+  /// helper killed then and started from scratch would never finish (seen in Scripts/staging:
+  /// a node 503 for its whole life). Requests meanwhile get 503 after `startTimeout`.
+  public var startLimit = 120.0
 
   public init() {}
 
