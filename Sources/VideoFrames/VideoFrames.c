@@ -88,11 +88,7 @@ static int64_t fromMicroseconds(VideoFramesSource *s, int64_t microseconds) {
 }
 
 static int transferOf(VideoFramesSource *s, const AVFrame *frame) {
-  int transfer = frame->color_trc;
-  if (transfer != AVCOL_TRC_SMPTE2084 && transfer != AVCOL_TRC_ARIB_STD_B67) {
-    transfer = s->options.declared_transfer;
-  }
-  return transfer;
+  return VideoInput_transfer(frame, s->options.declared_transfer);
 }
 
 static int isPlainYUV(int format) {
@@ -101,11 +97,9 @@ static int isPlainYUV(int format) {
          format == AV_PIX_FMT_YUV444P || format == AV_PIX_FMT_YUVJ444P;
 }
 
-// The graph a frame goes through when it is not plain 8-bit Y'CbCr: HDR (HLG, PQ) is scaled,
-// linearised and brought to BT.709 primaries in one zscale (one float frame fewer than FFmpeg's
-// documentation recipe, which converts the primaries in a zscale of its own: the same arithmetic
-// on linear light), then tone-mapped (Hable, as that recipe); other
-// formats (10-bit SDR, 4:2:0 with alpha …) are only scaled and made 8-bit 4:2:0.
+// The graph a frame goes through when it is not plain 8-bit Y'CbCr: HDR (HLG, PQ) is scaled and
+// tone-mapped into BT.709 (VideoInput_toneMapFilters); other formats (10-bit SDR, 4:2:0 with
+// alpha …) are only scaled and made 8-bit 4:2:0.
 static int buildGraph(VideoFramesSource *s, const AVFrame *frame, char *error, size_t error_size) {
   char source[256];
   snprintf(source, sizeof source, "video_size=%dx%d:pix_fmt=%d:time_base=%d/%d:pixel_aspect=1/1",
@@ -114,12 +108,8 @@ static int buildGraph(VideoFramesSource *s, const AVFrame *frame, char *error, s
   int height = s->options.target_height > 0 ? s->options.target_height : frame->height;
   char description[512];
   int transfer = transferOf(s, frame);
-  if (transfer == AVCOL_TRC_SMPTE2084 || transfer == AVCOL_TRC_ARIB_STD_B67) {
-    snprintf(description, sizeof description,
-             "zscale=w=%d:h=%d:filter=lanczos:tin=%s:pin=bt2020:min=bt2020nc:rin=tv:t=linear:p=bt709:npl=100,"
-             "format=gbrpf32le,tonemap=tonemap=hable:desat=0,"
-             "zscale=t=bt709:m=bt709:r=tv,format=yuv420p",
-             width, height, transfer == AVCOL_TRC_SMPTE2084 ? "smpte2084" : "arib-std-b67");
+  if (VideoInput_isHDR(transfer)) {
+    VideoInput_toneMapFilters(description, sizeof description, width, height, transfer);
   } else {
     snprintf(description, sizeof description, "scale=w=%d:h=%d:flags=lanczos,format=yuv420p", width,
              height);
@@ -191,8 +181,7 @@ static void fill(VideoFramesPicture *picture, const AVFrame *frame, int64_t time
 static int deliver(VideoFramesSource *s, int64_t time_us, VideoFramesPicture *picture, char *error,
                    size_t error_size) {
   AVFrame *frame = s->frame;
-  int transfer = transferOf(s, frame);
-  int hdr = transfer == AVCOL_TRC_SMPTE2084 || transfer == AVCOL_TRC_ARIB_STD_B67;
+  int hdr = VideoInput_isHDR(transferOf(s, frame));
   if (!hdr && isPlainYUV(frame->format)) {
     fill(picture, frame, time_us, 0);
     return 0;

@@ -12,6 +12,21 @@ void VideoInput_describe(int code, const char *what, char *error, size_t size) {
   snprintf(error, size, "%s: %s", what, reason);
 }
 
+int VideoInput_isHDR(int transfer) {
+  return transfer == AVCOL_TRC_SMPTE2084 || transfer == AVCOL_TRC_ARIB_STD_B67;
+}
+
+int VideoInput_transfer(const AVFrame *frame, int declared) {
+  return VideoInput_isHDR(frame->color_trc) ? (int)frame->color_trc : declared;
+}
+
+void VideoInput_toneMapFilters(char *out, size_t size, int width, int height, int transfer) {
+  snprintf(out, size,
+           "zscale=w=%d:h=%d:filter=lanczos:tin=%s:pin=bt2020:min=bt2020nc:rin=tv:t=linear:p=bt709:npl=100,"
+           "format=gbrpf32le,tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p",
+           width, height, transfer == AVCOL_TRC_SMPTE2084 ? "smpte2084" : "arib-std-b67");
+}
+
 // --- I/O over the bytes in memory ------------------------------------------------------------
 // Bytes kept mapped behind the read position (the demuxer steps back a little between
 // interleaved audio and video samples; a page released too early is only faulted in again from

@@ -34,5 +34,17 @@ int VideoInput_openDecoder(VideoInput *input, int stream, AVCodecContext **decod
 // Loads libavformat, libavfilter and libavcodec: NULL, or why not.
 const char *VideoInput_preload(void);
 
+// The transfer a decoded frame is in: its own when it says PQ or HLG, else the one the container
+// declares (H.273: 16 PQ, 18 HLG; a stream often says nothing).
+int VideoInput_transfer(const AVFrame *frame, int declared);
+int VideoInput_isHDR(int transfer);
+
+// The filters that make an HDR frame (PQ or HLG `transfer`) SDR BT.709 8-bit 4:2:0 at
+// width × height, as filter-graph text into `out` (no trailing comma): scaled, linearised and
+// brought to BT.709 primaries in one zscale (one float frame fewer than FFmpeg's documentation
+// recipe, which converts the primaries in a zscale of its own: the same arithmetic on linear
+// light), tone-mapped (Hable, as that recipe), back to BT.709's transfer and matrix.
+void VideoInput_toneMapFilters(char *out, size_t size, int width, int height, int transfer);
+
 // "what: FFmpeg's reason" into `error`.
 void VideoInput_describe(int code, const char *what, char *error, size_t size);

@@ -129,20 +129,15 @@ static int configureVideoGraph(Rendition *r, const AVFrame *frame) {
   char source[256];
   snprintf(source, sizeof source, "video_size=%dx%d:pix_fmt=%d:time_base=%d/%d:pixel_aspect=1/1",
            frame->width, frame->height, frame->format, in->time_base.num, in->time_base.den);
-  int transfer = frame->color_trc;
-  if (transfer != AVCOL_TRC_SMPTE2084 && transfer != AVCOL_TRC_ARIB_STD_B67) transfer = o->declared_transfer;
+  int transfer = VideoInput_transfer(frame, o->declared_transfer);
   char scale[384];
-  if (transfer == AVCOL_TRC_SMPTE2084 || transfer == AVCOL_TRC_ARIB_STD_B67) {
-    snprintf(scale, sizeof scale,
-             "zscale=w=%d:h=%d:filter=lanczos:tin=%s:pin=bt2020:min=bt2020nc:rin=tv:t=linear:p=bt709:npl=100,"
-             "format=gbrpf32le,tonemap=tonemap=hable:desat=0,"
-             "zscale=t=bt709:m=bt709:r=tv,format=yuv420p,",
-             storedWidth, storedHeight, transfer == AVCOL_TRC_SMPTE2084 ? "smpte2084" : "arib-std-b67");
+  if (VideoInput_isHDR(transfer)) {
+    VideoInput_toneMapFilters(scale, sizeof scale, storedWidth, storedHeight, transfer);
   } else {
-    snprintf(scale, sizeof scale, "scale=w=%d:h=%d:flags=lanczos,", storedWidth, storedHeight);
+    snprintf(scale, sizeof scale, "scale=w=%d:h=%d:flags=lanczos", storedWidth, storedHeight);
   }
   char description[768];
-  snprintf(description, sizeof description, "%s%sfps=fps=%d,format=yuv420p", scale,
+  snprintf(description, sizeof description, "%s,%sfps=fps=%d,format=yuv420p", scale,
            uprightFilters(o->orientation), o->frame_rate);
   int code = buildGraph(lane, "buffer", source, "buffersink", description);
   return code < 0 ? fail(r, code, "the video filter cannot be built") : 0;

@@ -55,27 +55,42 @@ extension AttachmentService {
     guard size != (record.width, record.height), renditions[profile.rawValue] == nil else {
       return (renditions, nil)
     }
-    let stored = try store.read(record)
-    var unstored: [UInt8]?
-    for made in try imaging.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation) {
-      do {
-        guard
-          let row = try store.storeRendition(
-            of: record, profile: made.profile.rawValue, bytes: made.jpeg, width: made.width,
-            height: made.height)
-        else { throw AppError.notFound }  // deleted or expired meanwhile
-        renditions[row.profile] = row
-      } catch let error as StorageError where error.code == .full {
-        eventLog.warning(
-          "rendition not stored", fields: [("profile", made.profile.rawValue), ("detail", error.description)])
-        volume?.noteFull()
-        renditions[made.profile.rawValue] = Rendition(
-          attachment: record.id, profile: made.profile.rawValue, blob: BlobHash.of(made.jpeg),
-          width: made.width, height: made.height, bytes: made.jpeg.count, createdAt: store.now)
-        unstored = made.jpeg
-      }
+    guard
+      let made = try makeRendition(
+        of: record, from: try store.read(record), profile: profile,
+        name: profile.rawValue, cancellation: cancellation)
+    else { return (renditions, nil) }
+    renditions[made.row.profile] = made.row
+    return (renditions, made.unstored)
+  }
+
+  /// Makes `profile`'s rendition of `stored` (a JPEG of `record`: its image, or a video's frame)
+  /// and keeps it under `name`; nil when the pipeline made none. On a full volume it is not
+  /// stored: returned with its bytes in `unstored`, served from memory and made again by the next
+  /// request that asks (a read must not fail for want of disk). `AppError.notFound` when the
+  /// attachment was deleted or expired meanwhile.
+  private func makeRendition(
+    of record: AttachmentRecord, from stored: [UInt8], profile: ModelProfile, name: String,
+    cancellation: RequestCancellation?
+  ) throws -> (row: Rendition, unstored: [UInt8]?)? {
+    guard
+      let made = try imaging.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation)
+        .first
+    else { return nil }
+    do {
+      guard
+        let row = try store.storeRendition(
+          of: record, profile: name, bytes: made.jpeg, width: made.width, height: made.height)
+      else { throw AppError.notFound }
+      return (row, nil)
+    } catch let error as StorageError where error.code == .full {
+      eventLog.warning("rendition not stored", fields: [("profile", name), ("detail", error.description)])
+      volume?.noteFull()
+      let row = Rendition(
+        attachment: record.id, profile: name, blob: BlobHash.of(made.jpeg), width: made.width,
+        height: made.height, bytes: made.jpeg.count, createdAt: store.now)
+      return (row, made.jpeg)
     }
-    return (renditions, unstored)
   }
 
   /// The image `profile` serves for `record`: its rendition (made now if missing) or the
@@ -100,7 +115,7 @@ extension AttachmentService {
   func frameImage(
     of record: AttachmentRecord, number: Int, profile: ModelProfile?, cancellation: RequestCancellation?
   ) throws -> ServedImage? {
-    var renditions = try store.renditions(of: record)
+    let renditions = try store.renditions(of: record)
     guard let frame = renditions[VideoFacts.frameName(number)] else { return nil }
     let plain = ServedImage(blob: frame.blob, bytes: frame.bytes, contentType: record.contentType)
     guard let profile, profile.size(ofStored: frame.width, frame.height) != (frame.width, frame.height) else {
@@ -110,24 +125,12 @@ extension AttachmentService {
     if let made = renditions[name] {
       return ServedImage(blob: made.blob, bytes: made.bytes, contentType: record.contentType)
     }
-    let stored = try store.read(frame)
-    for made in try imaging.renditions(ofStored: stored, profiles: [profile], cancellation: cancellation) {
-      do {
-        guard
-          let row = try store.storeRendition(
-            of: record, profile: name, bytes: made.jpeg, width: made.width, height: made.height)
-        else { return nil }  // deleted or expired meanwhile
-        renditions[name] = row
-        return ServedImage(blob: row.blob, bytes: row.bytes, contentType: record.contentType)
-      } catch let error as StorageError where error.code == .full {
-        // A read needs no space: served from memory, made again next time.
-        volume?.noteFull()
-        return ServedImage(
-          blob: BlobHash.of(made.jpeg), bytes: made.jpeg.count, contentType: record.contentType,
-          unstored: made.jpeg)
-      }
-    }
-    return plain
+    guard
+      let made = try makeRendition(
+        of: record, from: try store.read(frame), profile: profile, name: name, cancellation: cancellation)
+    else { return plain }
+    return ServedImage(
+      blob: made.row.blob, bytes: made.row.bytes, contentType: record.contentType, unstored: made.unstored)
   }
 }
 
